@@ -1,0 +1,80 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Swift 6 language mode everywhere, with explicit Sendable conformances required.
+let strictSettings: [SwiftSetting] = [
+    .unsafeFlags(["-require-explicit-sendable"])
+]
+
+let package = Package(
+    name: "locify-server",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "locify-server", targets: ["locify-server"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .target(
+            name: "HTTPServer",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "Postgres",
+            dependencies: ["CLibPQ", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "JSON",
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "FirebaseAdmin",
+            dependencies: ["CLibCrypto", "JSON", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "Locify",
+            dependencies: ["Postgres", "FirebaseAdmin", "JSON", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "LocifyAPI",
+            dependencies: ["HTTPServer", "Locify", "FirebaseAdmin", "JSON", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "locify-server",
+            dependencies: ["LocifyAPI", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "TestSupport",
+            dependencies: [
+                "HTTPServer", "Postgres", "FirebaseAdmin", "Locify", "LocifyAPI", "JSON", "CLibCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/TestSupport",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(name: "FirebaseAdminTests", dependencies: ["FirebaseAdmin", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(name: "LocifyTests", dependencies: ["Locify", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(name: "LocifyAPITests", dependencies: ["LocifyAPI", "TestSupport"], swiftSettings: strictSettings),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,4 @@
+internal import CLibCrypto
+
+/// Placeholder: ID-token verification and Google admin calls live here.
+enum FirebaseAdminPlaceholder {}

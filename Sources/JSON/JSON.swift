@@ -1,0 +1,2 @@
+/// Placeholder: strict JSON parser and fast writer.
+enum JSONPlaceholder {}

@@ -1,0 +1,2 @@
+/// Placeholder: the Locify domain lives here.
+enum LocifyPlaceholder {}

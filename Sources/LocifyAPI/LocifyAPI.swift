@@ -1,0 +1,2 @@
+/// Placeholder: the HTTP face of Locify lives here.
+enum LocifyAPIPlaceholder {}

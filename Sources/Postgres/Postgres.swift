@@ -1,0 +1,4 @@
+internal import CLibPQ
+
+/// Placeholder: the libpq wrapper lives here.
+enum PostgresPlaceholder {}

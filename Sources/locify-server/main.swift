@@ -1,0 +1,1 @@
+print("locify-server: not yet implemented")

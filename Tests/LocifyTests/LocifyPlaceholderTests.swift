@@ -1,0 +1,3 @@
+import Testing
+
+@Test func placeholderLocify() { #expect(Bool(true)) }

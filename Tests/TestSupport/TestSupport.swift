@@ -1,0 +1,2 @@
+/// Placeholder: shared test helpers.
+enum TestSupportPlaceholder {}

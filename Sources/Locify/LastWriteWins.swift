@@ -1,0 +1,78 @@
+/// The last-write-wins rule of API.md sections 5 and 11, as one pure function.
+///
+/// Every single-record write (create/upsert, replace, delete) of categories and locations, from
+/// the REST endpoints and from sync push alike, is decided here; the repositories only apply the
+/// decision inside the transaction that holds the user's write lock.
+public enum LastWriteWins {
+    /// What the caller wants to do.
+    public enum Intent: Sendable, Equatable {
+        /// POST: create, or upsert when the id exists.
+        case create
+        /// PUT: replace an existing record (live or tombstoned).
+        case replace
+        /// DELETE: leave a tombstone.
+        case delete
+    }
+
+    /// The stored record's clock: its `updated_at`, which for a tombstone equals `deleted_at`.
+    public struct Stored: Sendable, Equatable {
+        public var updatedAt: Timestamp
+        public var isDeleted: Bool
+
+        public init(updatedAt: Timestamp, isDeleted: Bool) {
+            self.updatedAt = updatedAt
+            self.isDeleted = isDeleted
+        }
+    }
+
+    /// The verdict, with the timestamp an accepted write is stored under.
+    public enum Decision: Sendable, Equatable {
+        /// No record yet: insert it (201).
+        case insert(at: Timestamp)
+        /// The write wins over the stored record (or tombstone): store it, version + 1.
+        case overwrite(at: Timestamp)
+        /// Same time, same content: an idempotent replay; nothing changes.
+        case replay
+        /// Delete of a record that is already a tombstone: nothing changes (204).
+        case alreadyDeleted
+        /// The write loses: 409 E008 with the stored record.
+        case conflict
+        /// PUT or DELETE of an id that never existed: E007.
+        case notFound
+    }
+
+    /// Decides one write.
+    /// - Parameters:
+    ///   - requested: the client's `updated_at`, if it sent one (already truncated to ms).
+    ///   - sameContent: whether the write's normalised content equals the stored record's
+    ///     (only consulted when the timestamps are equal).
+    ///   - now: the server's clock.
+    public static func decide(
+        _ intent: Intent, stored: Stored?, requested: Timestamp?, sameContent: Bool, now: Timestamp
+    ) -> Decision {
+        // A requested time in the future is clamped to the server's clock; a write without one is
+        // stamped max(now, stored + 1 ms) so it never conflicts.
+        let at: Timestamp
+        if let requested {
+            at = min(requested, now)
+        } else if let stored {
+            at = max(now, stored.updatedAt.adding(milliseconds: 1))
+        } else {
+            at = now
+        }
+        guard let stored else {
+            return intent == .create ? .insert(at: at) : .notFound
+        }
+        if intent == .delete {
+            if stored.isDeleted { return .alreadyDeleted }
+            return at < stored.updatedAt ? .conflict : .overwrite(at: at)
+        }
+        if stored.isDeleted {
+            // A write against a tombstone brings the record back only when strictly newer.
+            return at > stored.updatedAt ? .overwrite(at: at) : .conflict
+        }
+        if at < stored.updatedAt { return .conflict }
+        if at == stored.updatedAt { return sameContent ? .replay : .conflict }
+        return .overwrite(at: at)
+    }
+}

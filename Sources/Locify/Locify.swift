@@ -1,2 +1,0 @@
-/// Placeholder: the Locify domain lives here.
-enum LocifyPlaceholder {}

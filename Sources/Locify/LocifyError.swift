@@ -1,0 +1,50 @@
+import Foundation
+
+/// One field-level problem: which field and what is wrong with it.
+public struct FieldIssue: Sendable, Equatable {
+    public var field: String
+    public var message: String
+
+    public init(field: String, message: String) {
+        self.field = field
+        self.message = message
+    }
+}
+
+/// What a losing write is told about the server's side of a conflict (API.md section 5): the
+/// current record, or the tombstone when the record was deleted.
+public enum ConflictRecord: Sendable, Equatable {
+    case category(Category)
+    case location(Location)
+    case tombstone(id: UUID, deletedAt: Timestamp)
+}
+
+/// Every way the domain refuses a request. Each case corresponds to exactly one API error code;
+/// `LocifyAPI` renders them (the one place that maps errors to HTTP statuses).
+public enum LocifyError: Error, Sendable, Equatable {
+    /// E001: malformed or out-of-rule input.
+    case invalidInput(FieldIssue)
+    /// E002: a malformed UUID.
+    case invalidUUID(FieldIssue)
+    /// E003: latitude or longitude out of range.
+    case invalidCoordinates(FieldIssue)
+    /// E004: a required field is absent or null.
+    case missingField(String)
+    /// E005: the token is valid but predates the account's deletion.
+    case tokenRevoked
+    /// E006: a body `user_id` that is not the caller.
+    case forbidden(FieldIssue)
+    /// E007: no such record for this user (another user's record looks exactly like this).
+    case notFound(String)
+    /// E008: the write is older than the stored record; carries the server's version.
+    case conflict(ConflictRecord)
+    /// E009: the sync cursor is older than the tombstone retention.
+    case cursorExpired
+    /// S003: the database cannot be reached right now.
+    case unavailable
+
+    /// A field-level E001.
+    static func invalid(_ field: String, _ message: String) -> LocifyError {
+        .invalidInput(FieldIssue(field: field, message: message))
+    }
+}

@@ -1,0 +1,102 @@
+/// The text rules of API.md section 11: trimming, lengths in Unicode code points, control
+/// characters, and https URLs.
+enum TextRules {
+    /// Longest name, in code points, after trimming.
+    static let maxNameLength = 255
+    /// Longest address or description, in code points.
+    static let maxLongTextLength = 1000
+    /// Longest URL, in code points.
+    static let maxURLLength = 2048
+
+    /// Trims leading and trailing Unicode whitespace, then requires 1-255 code points and no
+    /// control character (general category Cc: C0, DEL, C1).
+    static func name(_ raw: String, field: String) throws(LocifyError) -> String {
+        let trimmed = trimmingWhitespace(raw)
+        if trimmed.isEmpty { throw .invalid(field, "must not be empty") }
+        if trimmed.unicodeScalars.count > maxNameLength {
+            throw .invalid(field, "must be at most \(maxNameLength) characters")
+        }
+        if trimmed.unicodeScalars.contains(where: isControl) {
+            throw .invalid(field, "must not contain control characters")
+        }
+        return trimmed
+    }
+
+    /// An address or description: at most 1000 code points, control characters other than tab,
+    /// line feed and carriage return refused; empty or all-whitespace becomes nil.
+    static func longText(_ raw: String, field: String) throws(LocifyError) -> String? {
+        if raw.unicodeScalars.count > maxLongTextLength {
+            throw .invalid(field, "must be at most \(maxLongTextLength) characters")
+        }
+        if raw.unicodeScalars.contains(where: { isControl($0) && !isAllowedLayoutControl($0) }) {
+            throw .invalid(field, "must not contain control characters other than tab and line breaks")
+        }
+        return raw.unicodeScalars.allSatisfy(\.properties.isWhitespace) ? nil : raw
+    }
+
+    /// An absolute URL with scheme `https` (any letter case) and a host, no whitespace or control
+    /// characters, at most 2048 code points. Returned unchanged.
+    static func httpsURL(_ raw: String, field: String) throws(LocifyError) -> String {
+        if raw.unicodeScalars.count > maxURLLength {
+            throw .invalid(field, "must be at most \(maxURLLength) characters")
+        }
+        guard isHTTPSURL(raw) else {
+            throw .invalid(field, "must be an absolute https URL")
+        }
+        return raw
+    }
+
+    static func isHTTPSURL(_ raw: String) -> Bool {
+        if raw.unicodeScalars.contains(where: { $0.properties.isWhitespace || isControl($0) }) {
+            return false
+        }
+        let scalars = Array(raw.unicodeScalars)
+        let scheme = "https://"
+        guard scalars.count > scheme.unicodeScalars.count,
+            String(String.UnicodeScalarView(scalars[0..<8])).lowercased() == scheme
+        else { return false }
+        let rest = scalars[8...]
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        let authority = rest[rest.startIndex..<authorityEnd]
+        let hostAndPort = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
+        var host = hostAndPort
+        if hostAndPort.first == "[" {
+            guard let close = hostAndPort.firstIndex(of: "]") else { return false }
+            host = hostAndPort[hostAndPort.startIndex...close]
+            let afterHost = hostAndPort[hostAndPort.index(after: close)...]
+            return host.count > 2 && isValidPortSuffix(afterHost)
+        }
+        if let colon = hostAndPort.firstIndex(of: ":") {
+            host = hostAndPort[hostAndPort.startIndex..<colon]
+            guard isValidPortSuffix(hostAndPort[colon...]) else { return false }
+        }
+        return !host.isEmpty
+    }
+
+    /// Empty, or `:` followed by 1-5 digits.
+    private static func isValidPortSuffix(_ suffix: ArraySlice<Unicode.Scalar>) -> Bool {
+        guard let first = suffix.first else { return true }
+        let digits = suffix.dropFirst()
+        return first == ":" && (1...5).contains(digits.count) && digits.allSatisfy { $0.value >= 0x30 && $0.value <= 0x39 }
+    }
+
+    static func trimmingWhitespace(_ raw: String) -> String {
+        let scalars = raw.unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+        else { return "" }
+        return String(scalars[first...last])
+    }
+
+    /// General category Cc: U+0000-U+001F, U+007F-U+009F.
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (scalar.value >= 0x7F && scalar.value <= 0x9F)
+    }
+
+    private static func isAllowedLayoutControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar == "\t" || scalar == "\n" || scalar == "\r"
+    }
+
+    /// The case-folded sort and search key of a name (Unicode-aware, locale-independent).
+    static func sortKey(_ text: String) -> String { text.lowercased() }
+}

@@ -1,0 +1,198 @@
+import Foundation
+
+/// A point in time with millisecond precision, the resolution the API stores and compares.
+///
+/// Kept as integer milliseconds since the Unix epoch so comparisons are exact and formatting
+/// needs no Foundation formatter on the hot path.
+public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// Milliseconds since 1970-01-01T00:00:00Z.
+    public var milliseconds: Int64
+
+    public init(milliseconds: Int64) {
+        self.milliseconds = milliseconds
+    }
+
+    /// The Unix epoch: the timestamp of the server-provisioned default categories.
+    public static let epoch = Timestamp(milliseconds: 0)
+
+    /// The current wall-clock time, truncated to milliseconds.
+    public static func now() -> Timestamp {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Timestamp(milliseconds: Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000)
+    }
+
+    /// The same instant plus `milliseconds`.
+    public func adding(milliseconds delta: Int64) -> Timestamp {
+        Timestamp(milliseconds: milliseconds + delta)
+    }
+
+    public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool {
+        lhs.milliseconds < rhs.milliseconds
+    }
+
+    public var description: String { rfc3339 }
+}
+
+// MARK: - RFC 3339 output
+
+extension Timestamp {
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, always UTC with exactly three fraction digits.
+    public var rfc3339: String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24)
+        appendRFC3339(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the RFC 3339 form (see `rfc3339`) to `bytes` without intermediate strings.
+    public func appendRFC3339(to bytes: inout [UInt8]) {
+        let (days, msOfDay) = milliseconds.floorDividedWithRemainder(by: 86_400_000)
+        let (year, month, day) = Timestamp.civilDate(fromDaysSinceEpoch: days)
+        appendDigits(year, count: 4, to: &bytes)
+        bytes.append(UInt8(ascii: "-"))
+        appendDigits(month, count: 2, to: &bytes)
+        bytes.append(UInt8(ascii: "-"))
+        appendDigits(day, count: 2, to: &bytes)
+        bytes.append(UInt8(ascii: "T"))
+        appendDigits(msOfDay / 3_600_000, count: 2, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        appendDigits(msOfDay / 60_000 % 60, count: 2, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        appendDigits(msOfDay / 1000 % 60, count: 2, to: &bytes)
+        bytes.append(UInt8(ascii: "."))
+        appendDigits(msOfDay % 1000, count: 3, to: &bytes)
+        bytes.append(UInt8(ascii: "Z"))
+    }
+
+    /// Appends `value` (non-negative) as exactly `count` zero-padded digits, or more if it needs them.
+    private func appendDigits(_ value: Int64, count: Int, to bytes: inout [UInt8]) {
+        var divisor: Int64 = 1
+        for _ in 1..<count { divisor *= 10 }
+        while value / divisor >= 10 { divisor *= 10 }
+        while divisor > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+            divisor /= 10
+        }
+    }
+
+    /// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian calendar).
+    static func civilDate(fromDaysSinceEpoch days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        return (year, month, day)
+    }
+
+    /// The inverse of `civilDate`: days since 1970-01-01 of a proleptic Gregorian date.
+    static func daysSinceEpoch(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+}
+
+// MARK: - RFC 3339 input
+
+extension Timestamp {
+    /// Parses any RFC 3339 date-time (`T` or `t` or space separator, any fraction length,
+    /// `Z`/`z` or a numeric offset), truncating the fraction to milliseconds. Returns nil for
+    /// anything else, including impossible dates such as February 30th.
+    public init?(rfc3339 text: String) {
+        guard let parsed = Timestamp.parse(Array(text.utf8)) else { return nil }
+        self.init(milliseconds: parsed)
+    }
+
+    private static func parse(_ b: [UInt8]) -> Int64? {
+        // date-time = full-date "T" full-time  (RFC 3339 section 5.6)
+        guard b.count >= 20 else { return nil }
+        func digits(_ start: Int, _ count: Int) -> Int64? {
+            guard start + count <= b.count else { return nil }
+            var value: Int64 = 0
+            for i in start..<(start + count) {
+                let c = b[i]
+                guard c >= 0x30 && c <= 0x39 else { return nil }
+                value = value * 10 + Int64(c - 0x30)
+            }
+            return value
+        }
+        guard let year = digits(0, 4), b[4] == UInt8(ascii: "-"),
+            let month = digits(5, 2), b[7] == UInt8(ascii: "-"),
+            let day = digits(8, 2),
+            b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: "t") || b[10] == UInt8(ascii: " "),
+            let hour = digits(11, 2), b[13] == UInt8(ascii: ":"),
+            let minute = digits(14, 2), b[16] == UInt8(ascii: ":"),
+            let second = digits(17, 2)
+        else { return nil }
+        guard (1...12).contains(month), day >= 1, day <= daysInMonth(year: year, month: month),
+            hour <= 23, minute <= 59, second <= 60
+        else { return nil }
+        var index = 19
+        var millis: Int64 = 0
+        if index < b.count, b[index] == UInt8(ascii: ".") {
+            index += 1
+            let fractionStart = index
+            var scale: Int64 = 100
+            while index < b.count, b[index] >= 0x30, b[index] <= 0x39 {
+                millis += Int64(b[index] - 0x30) * scale
+                scale /= 10
+                index += 1
+            }
+            guard index > fractionStart else { return nil }
+        }
+        guard index < b.count else { return nil }
+        var offsetMinutes: Int64 = 0
+        switch b[index] {
+        case UInt8(ascii: "Z"), UInt8(ascii: "z"):
+            index += 1
+        case UInt8(ascii: "+"), UInt8(ascii: "-"):
+            let sign: Int64 = b[index] == UInt8(ascii: "+") ? 1 : -1
+            guard let offsetHours = digits(index + 1, 2), index + 3 < b.count, b[index + 3] == UInt8(ascii: ":"),
+                let offsetMins = digits(index + 4, 2), offsetHours <= 23, offsetMins <= 59
+            else { return nil }
+            offsetMinutes = sign * (offsetHours * 60 + offsetMins)
+            index += 6
+        default:
+            return nil
+        }
+        guard index == b.count else { return nil }
+        // A leap second (:60) is folded into the next second, as most systems do.
+        let days = daysSinceEpoch(year: year, month: month, day: day)
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetMinutes * 60
+        return seconds * 1000 + millis
+    }
+
+    private static func daysInMonth(year: Int64, month: Int64) -> Int64 {
+        switch month {
+        case 2:
+            let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+            return leap ? 29 : 28
+        case 4, 6, 9, 11:
+            return 30
+        default:
+            return 31
+        }
+    }
+}
+
+extension Int64 {
+    /// Floor division with a non-negative remainder (for dates before 1970).
+    func floorDividedWithRemainder(by divisor: Int64) -> (quotient: Int64, remainder: Int64) {
+        var quotient = self / divisor
+        var remainder = self % divisor
+        if remainder < 0 {
+            quotient -= 1
+            remainder += divisor
+        }
+        return (quotient, remainder)
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+/// The API's UUID text form: input in any letter case, output always lower case.
+extension UUID {
+    /// Parses the 36-character `8-4-4-4-12` hexadecimal form in any letter case; nil otherwise.
+    public init?(apiString text: String) {
+        let utf8 = text.utf8
+        guard utf8.count == 36 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: 16)
+        var byteIndex = 0
+        var high: UInt8? = nil
+        for (position, c) in utf8.enumerated() {
+            if position == 8 || position == 13 || position == 18 || position == 23 {
+                guard c == UInt8(ascii: "-") else { return nil }
+                continue
+            }
+            guard let nibble = UUID.hexValue(c) else { return nil }
+            if let h = high {
+                bytes[byteIndex] = h << 4 | nibble
+                byteIndex += 1
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        self = bytes.withUnsafeBytes { raw in
+            UUID(uuid: raw.loadUnaligned(as: uuid_t.self))
+        }
+    }
+
+    /// The canonical lower-case text form.
+    public var lowercasedString: String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(36)
+        appendLowercased(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the canonical lower-case text form to `bytes`.
+    public func appendLowercased(to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: uuid) { raw in
+            for (index, byte) in raw.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    bytes.append(UInt8(ascii: "-"))
+                }
+                bytes.append(UUID.hexDigits[Int(byte >> 4)])
+                bytes.append(UUID.hexDigits[Int(byte & 0x0F)])
+            }
+        }
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    private static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}

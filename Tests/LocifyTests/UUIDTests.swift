@@ -1,0 +1,37 @@
+import Foundation
+import Testing
+
+@testable import Locify
+
+@Suite("UUIDs: any case in, lower case out")
+struct UUIDTests {
+    @Test("parses upper and lower case and prints lower case")
+    func parsesAnyCase() throws {
+        let upper = try #require(UUID(apiString: "1F3599BE-6E0E-5CF8-AA59-B97DFDC46AEC"))
+        let lower = try #require(UUID(apiString: "1f3599be-6e0e-5cf8-aa59-b97dfdc46aec"))
+        #expect(upper == lower)
+        #expect(upper.lowercasedString == "1f3599be-6e0e-5cf8-aa59-b97dfdc46aec")
+    }
+
+    @Test(
+        "refuses other shapes",
+        arguments: [
+            "", "not-a-uuid", "1f3599be6e0e5cf8aa59b97dfdc46aec", "{1f3599be-6e0e-5cf8-aa59-b97dfdc46aec}",
+            "1f3599be-6e0e-5cf8-aa59-b97dfdc46ae", "1f3599be-6e0e-5cf8-aa59-b97dfdc46aecc",
+            "1f3599be_6e0e-5cf8-aa59-b97dfdc46aec", "1f3599bg-6e0e-5cf8-aa59-b97dfdc46aec",
+            " 1f3599be-6e0e-5cf8-aa59-b97dfdc46ae",
+        ])
+    func refusesMalformed(_ text: String) {
+        #expect(UUID(apiString: text) == nil)
+    }
+
+    @Test("default category ids are the UUIDv5 of API.md section 4")
+    func defaultIDs() {
+        #expect(DefaultCategories.all.map(\.name) == ["Restaurant", "Cafe", "Tourist Attraction", "Favorites"])
+        #expect(
+            DefaultCategories.all.map(\.id.lowercasedString) == [
+                "1f3599be-6e0e-5cf8-aa59-b97dfdc46aec", "a1050188-e456-5998-8293-a282220c9930",
+                "6c2f54c9-801e-5a83-bd62-9cb6d70037af", "663e8afc-3c33-5d02-920a-fb4e755a6efb",
+            ])
+    }
+}

@@ -1,2 +1,0 @@
-/// Placeholder: strict JSON parser and fast writer.
-enum JSONPlaceholder {}

@@ -1,0 +1,102 @@
+/// The members of a JSON object, in document order, with unique keys.
+///
+/// Small objects are searched linearly; larger ones keep a key index, so lookups stay cheap
+/// for request bodies with many members. Equality ignores member order (keys are unique).
+public struct JSONObject: Sendable, Equatable, Sequence {
+    /// One member of an object.
+    public typealias Member = (key: String, value: JSONValue)
+
+    /// Objects with more members than this keep a dictionary index of their keys.
+    static let indexThreshold = 8
+
+    private var members: [Member]
+    private var index: [String: Int]?
+
+    /// An empty object.
+    public init() {
+        members = []
+        index = nil
+    }
+
+    /// An object from members whose keys the caller guarantees to be unique (the parser).
+    init(uniqueMembers: [Member]) {
+        self.members = uniqueMembers
+        self.index = nil
+        rebuildIndex()
+    }
+
+    /// An object from members in order; a repeated key keeps its first position and last value.
+    public init(_ members: [(String, JSONValue)]) {
+        self.init()
+        for (key, value) in members { self[key] = value }
+    }
+
+    /// The number of members.
+    public var count: Int { members.count }
+
+    /// Whether the object has no members.
+    public var isEmpty: Bool { members.isEmpty }
+
+    /// The keys in document order.
+    public var keys: [String] { members.map(\.key) }
+
+    /// The value of `key`, or nil when absent. Setting nil removes the member; setting a new
+    /// key appends it.
+    public subscript(key: String) -> JSONValue? {
+        get {
+            guard let position = position(of: key) else { return nil }
+            return members[position].value
+        }
+        set {
+            if let position = position(of: key) {
+                if let newValue {
+                    members[position].value = newValue
+                } else {
+                    members.remove(at: position)
+                    rebuildIndex()
+                }
+            } else if let newValue {
+                members.append((key: key, value: newValue))
+                if index != nil {
+                    index?[key] = members.count - 1
+                } else if members.count > Self.indexThreshold {
+                    rebuildIndex()
+                }
+            }
+        }
+    }
+
+    /// Whether a member named `key` exists (even when its value is `null`).
+    public func contains(key: String) -> Bool { position(of: key) != nil }
+
+    public func makeIterator() -> IndexingIterator<[Member]> { members.makeIterator() }
+
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        for member in lhs.members {
+            guard let other = rhs[member.key], other == member.value else { return false }
+        }
+        return true
+    }
+
+    private func position(of key: String) -> Int? {
+        if let index { return index[key] }
+        return members.firstIndex { $0.key == key }
+    }
+
+    private mutating func rebuildIndex() {
+        guard members.count > Self.indexThreshold else {
+            index = nil
+            return
+        }
+        var built = [String: Int](minimumCapacity: members.count)
+        for (position, member) in members.enumerated() { built[member.key] = position }
+        index = built
+    }
+}
+
+extension JSONObject: ExpressibleByDictionaryLiteral {
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self.init(elements)
+    }
+}

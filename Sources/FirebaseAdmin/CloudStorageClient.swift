@@ -53,7 +53,7 @@ public struct CloudStorageClient: Sendable {
                 if let name = item.objectValue?["name"]?.stringValue { names.append(name) }
             }
             let next = page["nextPageToken"]?.stringValue
-            guard next != pageToken else {
+            guard next == nil || next != pageToken else {
                 throw GoogleAPIError(status: 200, message: "object list repeated its page token", retryable: true)
             }
             pageToken = next?.isEmpty == false ? next : nil

@@ -35,6 +35,11 @@ public final class FakeGoogle: Sendable {
     public struct Deletion: Sendable, Equatable {
         public var bucket: String
         public var name: String
+
+        public init(bucket: String, name: String) {
+            self.bucket = bucket
+            self.name = name
+        }
     }
 
     private struct InjectedFailure {

@@ -83,15 +83,3 @@ struct GoogleResponseTests {
         #expect(PercentEncoding.decode("%C3") == nil)
     }
 }
-
-@Suite("URLSessionTransport")
-struct URLSessionTransportTests {
-    @Test("a refused connection is a transport error, not a crash")
-    func connectionRefused() {
-        let transport = URLSessionTransport(timeout: 5)
-        #expect(throws: TransportError.self) {
-            try transport.send(TransportRequest(method: "GET", url: "http://127.0.0.1:1/nothing"))
-        }
-        #expect(throws: TransportError.self) { try transport.send(TransportRequest(method: "GET", url: "")) }
-    }
-}

@@ -1,0 +1,30 @@
+/// Reads the directives of a `Cache-Control` header that the key cache cares about.
+enum CacheControl {
+    /// The `max-age` in seconds, or nil when absent or malformed. `no-cache`/`no-store` count as absent.
+    static func maxAge(_ header: String?) -> Double? {
+        guard let header else { return nil }
+        var maxAge: Double?
+        for directive in header.split(separator: ",") {
+            let parts = directive.split(separator: "=", maxSplits: 1)
+            let name = parts[0].trimmingSpaces().lowercased()
+            if name == "no-cache" || name == "no-store" { return nil }
+            guard name == "max-age", parts.count == 2 else { continue }
+            var value = parts[1].trimmingSpaces()
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            guard !value.isEmpty, value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let seconds = Int(value.prefix(12))
+            else { continue }
+            maxAge = Double(seconds)
+        }
+        return maxAge
+    }
+}
+
+extension Substring {
+    /// The text without leading and trailing spaces and tabs.
+    func trimmingSpaces() -> String {
+        var text = self[...]
+        while let first = text.first, first == " " || first == "\t" { text = text.dropFirst() }
+        while let last = text.last, last == " " || last == "\t" { text = text.dropLast() }
+        return String(text)
+    }
+}

@@ -1,4 +1,0 @@
-internal import CLibCrypto
-
-/// Placeholder: ID-token verification and Google admin calls live here.
-enum FirebaseAdminPlaceholder {}

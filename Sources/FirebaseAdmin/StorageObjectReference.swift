@@ -1,0 +1,84 @@
+/// A Cloud Storage object named by bucket and object path, recognised from a stored URL.
+public struct StorageObjectReference: Sendable, Equatable {
+    /// The bucket name.
+    public var bucket: String
+    /// The object name (decoded; may contain `/`).
+    public var path: String
+
+    public init(bucket: String, path: String) {
+        self.bucket = bucket
+        self.path = path
+    }
+
+    private static let firebaseHost = "firebasestorage.googleapis.com"
+    private static let storageHost = "storage.googleapis.com"
+
+    /// Recognises the three URL forms of FIREBASE.md §6; nil for anything else:
+    /// - `https://firebasestorage.googleapis.com/v0/b/<bucket>/o/<encoded path>?alt=media&token=...`
+    ///   (path after `/o/` up to `?`/`#`, percent-decoded once),
+    /// - `gs://<bucket>/<path>` (path as is),
+    /// - `https://storage.googleapis.com/<bucket>/<path>` (path percent-decoded).
+    public static func parse(_ url: String) -> StorageObjectReference? {
+        if let rest = dropScheme("gs://", from: url) {
+            guard let slash = rest.firstIndex(of: "/") else { return nil }
+            let bucket = String(rest[..<slash])
+            let path = String(rest[rest.index(after: slash)...])
+            guard !bucket.isEmpty, !path.isEmpty else { return nil }
+            return StorageObjectReference(bucket: bucket, path: path)
+        }
+        guard let rest = dropScheme("https://", from: url) else { return nil }
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        let host = rest[..<authorityEnd].lowercased()
+        var target = rest[authorityEnd...]
+        if let end = target.firstIndex(where: { $0 == "?" || $0 == "#" }) { target = target[..<end] }
+
+        if host == firebaseHost {
+            guard target.hasPrefix("/v0/b/") else { return nil }
+            let afterPrefix = target.dropFirst("/v0/b/".count)
+            guard let slash = afterPrefix.firstIndex(of: "/") else { return nil }
+            let encodedBucket = afterPrefix[..<slash]
+            let afterBucket = afterPrefix[slash...]
+            guard afterBucket.hasPrefix("/o/") else { return nil }
+            let encodedPath = afterBucket.dropFirst("/o/".count)
+            guard let bucket = PercentEncoding.decode(encodedBucket), let path = PercentEncoding.decode(encodedPath),
+                !bucket.isEmpty, !path.isEmpty
+            else { return nil }
+            return StorageObjectReference(bucket: bucket, path: path)
+        }
+        if host == storageHost {
+            let afterSlash = target.dropFirst()
+            guard target.hasPrefix("/"), let slash = afterSlash.firstIndex(of: "/") else { return nil }
+            guard let bucket = PercentEncoding.decode(afterSlash[..<slash]),
+                let path = PercentEncoding.decode(afterSlash[afterSlash.index(after: slash)...]),
+                !bucket.isEmpty, !path.isEmpty
+            else { return nil }
+            return StorageObjectReference(bucket: bucket, path: path)
+        }
+        return nil
+    }
+
+    /// `text` after `scheme` when it starts with it (scheme compared case-insensitively).
+    private static func dropScheme(_ scheme: String, from text: String) -> Substring? {
+        guard text.utf8.count > scheme.utf8.count else { return nil }
+        let head = text.prefix(scheme.count)
+        guard head.lowercased() == scheme else { return nil }
+        return text.dropFirst(scheme.count)
+    }
+}
+
+extension StorageObjectReference {
+    /// Whether the server may delete this object for user `uid` ("our rule" of FIREBASE.md §6):
+    /// the bucket is the configured one, the path starts with `locations/<uid>/` or
+    /// `categories/<uid>/`, and no segment is empty, `.` or `..`. Compared byte for byte.
+    public func isInsideUserFolders(bucket configuredBucket: String, uid: String) -> Bool {
+        guard bucket.utf8.elementsEqual(configuredBucket.utf8), !uid.isEmpty else { return false }
+        let segments = path.utf8.split(separator: 0x2F, omittingEmptySubsequences: false)
+        guard segments.count >= 3 else { return false }
+        let folder = segments[0]
+        guard folder.elementsEqual("locations".utf8) || folder.elementsEqual("categories".utf8) else { return false }
+        guard segments[1].elementsEqual(uid.utf8) else { return false }
+        return segments.allSatisfy { segment in
+            !segment.isEmpty && !segment.elementsEqual(".".utf8) && !segment.elementsEqual("..".utf8)
+        }
+    }
+}

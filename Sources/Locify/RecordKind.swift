@@ -1,0 +1,23 @@
+/// The two kinds of user records, in the order the sync feed delivers them within a response.
+public enum RecordKind: UInt8, Sendable, Comparable, CaseIterable {
+    case category = 0
+    case location = 1
+
+    /// The API's name for the kind (`"category"` / `"location"`).
+    public var name: String {
+        switch self {
+        case .category: return "category"
+        case .location: return "location"
+        }
+    }
+
+    public init?(name: String) {
+        switch name {
+        case "category": self = .category
+        case "location": self = .location
+        default: return nil
+        }
+    }
+
+    public static func < (lhs: RecordKind, rhs: RecordKind) -> Bool { lhs.rawValue < rhs.rawValue }
+}

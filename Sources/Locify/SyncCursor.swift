@@ -1,0 +1,164 @@
+import Foundation
+
+/// Where a client stands in its user's change feed (API.md section 7), opaque to the client.
+///
+/// Every write transaction of a user stamps the rows it touches with the next value of the user's
+/// `change_seq`, under the user's row lock, so per user, commit order equals stamp order. A
+/// cursor is a position in the total order (change_seq, kind, id): reading everything after it
+/// can never skip a change, because a change committed later always carries a higher stamp.
+///
+/// Snapshot cursors page through the live records that existed at the snapshot's high-water
+/// stamp (categories by id, then locations by id); the last snapshot page hands out an ordinary
+/// delta cursor at that high-water stamp, so the delta continues exactly after the snapshot.
+///
+/// Encoding: base64url of a fixed binary layout with a checksum over the layout and the owner's
+/// user id: garbage, truncation and another user's cursor are all refused (E001).
+public struct SyncCursor: Sendable, Equatable {
+    public enum Phase: UInt8, Sendable {
+        /// Snapshot, still delivering categories (after `afterID`).
+        case snapshotCategories = 1
+        /// Snapshot, delivering locations (after `afterID`).
+        case snapshotLocations = 2
+        /// Delta feed after position (`seq`, `rank`, `afterID`).
+        case delta = 3
+    }
+
+    public var phase: Phase
+    /// Delta: the stamp of the last delivered change. Snapshot: the snapshot's high-water stamp.
+    public var seq: Int64
+    /// Delta: kind rank of the last delivered change at `seq` (0 category, 1 location), or 2 when
+    /// everything at `seq` has been delivered.
+    public var rank: UInt8
+    /// The last delivered id (within `seq` and `rank` for deltas, within the table for snapshots).
+    public var afterID: UUID
+    /// Server time when this position was established; older than the retention: 410 E009.
+    public var issuedAt: Timestamp
+
+    public init(phase: Phase, seq: Int64, rank: UInt8, afterID: UUID, issuedAt: Timestamp) {
+        self.phase = phase
+        self.seq = seq
+        self.rank = rank
+        self.afterID = afterID
+        self.issuedAt = issuedAt
+    }
+
+    /// The smallest id: "nothing delivered yet at this position".
+    public static let minID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+
+    /// A delta cursor after everything stamped up to and including `seq`.
+    public static func after(seq: Int64, issuedAt: Timestamp) -> SyncCursor {
+        SyncCursor(phase: .delta, seq: seq, rank: 2, afterID: minID, issuedAt: issuedAt)
+    }
+
+    private static let version: UInt8 = 1
+    private static let payloadLength = 1 + 1 + 8 + 1 + 16 + 8
+
+    /// The opaque text handed to the client.
+    public func encoded(for userID: String) -> String {
+        var bytes: [UInt8] = [SyncCursor.version, phase.rawValue]
+        bytes.reserveCapacity(SyncCursor.payloadLength + 8)
+        SyncCursor.append(UInt64(bitPattern: seq), to: &bytes)
+        bytes.append(rank)
+        withUnsafeBytes(of: afterID.uuid) { bytes.append(contentsOf: $0) }
+        SyncCursor.append(UInt64(bitPattern: issuedAt.milliseconds), to: &bytes)
+        SyncCursor.append(SyncCursor.checksum(bytes, userID: userID), to: &bytes)
+        return Base64URL.encode(bytes)
+    }
+
+    /// Decodes a cursor handed out to `userID`; anything else is E001 on `since`.
+    public init(encoded text: String, userID: String) throws(LocifyError) {
+        let invalid = LocifyError.invalid("since", "is not a cursor this server issued for this user")
+        guard let bytes = Base64URL.decode(text), bytes.count == SyncCursor.payloadLength + 8 else { throw invalid }
+        let payload = Array(bytes[0..<SyncCursor.payloadLength])
+        guard SyncCursor.readUInt64(bytes, at: SyncCursor.payloadLength) == SyncCursor.checksum(payload, userID: userID),
+            payload[0] == SyncCursor.version, let phase = Phase(rawValue: payload[1]), payload[10] <= 2
+        else { throw invalid }
+        let idBytes = Array(payload[11..<27])
+        self.phase = phase
+        self.seq = Int64(bitPattern: SyncCursor.readUInt64(payload, at: 2))
+        self.rank = payload[10]
+        self.afterID = idBytes.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+        self.issuedAt = Timestamp(milliseconds: Int64(bitPattern: SyncCursor.readUInt64(payload, at: 27)))
+        guard seq >= 0 else { throw invalid }
+    }
+
+    private static func append(_ value: UInt64, to bytes: inout [UInt8]) {
+        for shift in stride(from: 56, through: 0, by: -8) {
+            bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+        }
+    }
+
+    private static func readUInt64(_ bytes: [UInt8], at offset: Int) -> UInt64 {
+        var value: UInt64 = 0
+        for index in offset..<(offset + 8) {
+            value = value << 8 | UInt64(bytes[index])
+        }
+        return value
+    }
+
+    /// FNV-1a (64 bit) over the user id, a separator and the payload: detects corruption and
+    /// cursors of other users (ids are not secret, so a keyed MAC would buy nothing more).
+    private static func checksum(_ payload: [UInt8], userID: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in Array(userID.utf8) + [0] + payload {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+        }
+        return hash
+    }
+}
+
+/// base64url without padding (RFC 4648 section 5), strict on input.
+enum Base64URL {
+    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    static func encode(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var index = 0
+        while index + 3 <= bytes.count {
+            let n = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            out.append(alphabet[Int(n >> 18 & 63)])
+            out.append(alphabet[Int(n >> 12 & 63)])
+            out.append(alphabet[Int(n >> 6 & 63)])
+            out.append(alphabet[Int(n & 63)])
+            index += 3
+        }
+        let rest = bytes.count - index
+        if rest > 0 {
+            let n = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+            out.append(alphabet[Int(n >> 18 & 63)])
+            out.append(alphabet[Int(n >> 12 & 63)])
+            if rest == 2 { out.append(alphabet[Int(n >> 6 & 63)]) }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func decode(_ text: String) -> [UInt8]? {
+        let input = Array(text.utf8)
+        guard input.count % 4 != 1, input.count <= 4096 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(input.count * 3 / 4)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for c in input {
+            let value: UInt8
+            switch c {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = c - UInt8(ascii: "A")
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = c - UInt8(ascii: "a") + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = c - UInt8(ascii: "0") + 52
+            case UInt8(ascii: "-"): value = 62
+            case UInt8(ascii: "_"): value = 63
+            default: return nil
+            }
+            accumulator = accumulator << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+            }
+        }
+        // Leftover bits must be zero (canonical encoding only).
+        guard accumulator & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
+        return out
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+
+/// Everything the server reads from its environment (API.md section 10), validated at start.
+public struct Configuration: Sendable {
+    /// Listen address. Default `127.0.0.1`.
+    public var host: String = "127.0.0.1"
+    /// Listen port. Default 8080; 0 picks a free port (tests).
+    public var port: Int = 8080
+    /// libpq connection string or `postgres://` URI. Required.
+    public var databaseURL: String
+    /// Connections in the database pool. Default 2 x cores.
+    public var databasePoolSize: Int = 2 * ProcessInfo.processInfo.activeProcessorCount
+    /// Firebase project id: the `aud`/`iss` of accepted tokens. Required.
+    public var firebaseProjectID: String
+    /// Bucket whose objects the clean-up jobs may delete. Default `<project id>.appspot.com`.
+    public var storageBucket: String
+    /// Service-account key file for Storage and Auth admin calls. Default none (jobs wait).
+    public var googleApplicationCredentials: String?
+    /// Where ID-token certificates are fetched. Default Google's securetoken x509 URL.
+    public var idTokenCertsURL: String = Configuration.googleCertsURL
+    /// Cloud Storage JSON API base. Default `https://storage.googleapis.com`.
+    public var storageAPIURL: String = "https://storage.googleapis.com"
+    /// Identity Toolkit API base. Default `https://identitytoolkit.googleapis.com`.
+    public var identityAPIURL: String = "https://identitytoolkit.googleapis.com"
+    /// `host:port` of the Firebase Auth emulator: accept its unsigned tokens. Default unset.
+    public var authEmulatorHost: String?
+    /// `host:port` of the Firebase Storage emulator. Default unset.
+    public var storageEmulatorHost: String?
+    /// Per-user token bucket refill, requests per second; 0 disables rate limiting. Default 20.
+    public var rateLimitPerSecond: Double = 20
+    /// Per-user token bucket size. Default 100.
+    public var rateLimitBurst: Double = 100
+    /// Tombstone retention and cursor lifetime, seconds. Default 2,592,000 (30 days).
+    public var tombstoneRetentionSeconds: Int = 2_592_000
+    /// Seconds between tombstone purges. Default 3600.
+    public var tombstonePurgeIntervalSeconds: Int = 3600
+    /// Where migrations are read from. Default `migrations` (relative to the working directory).
+    public var migrationsDirectory: String = "migrations"
+    /// Seconds in-flight requests may take to finish after SIGTERM. Default 10.
+    public var shutdownGraceSeconds: Int = 10
+    /// Open client connections; more wait in the accept backlog. Default 10,000.
+    public var maxConnections: Int = 10_000
+    /// Allowance on `exp`/`iat`/`auth_time`, seconds (0-300). Default 60.
+    public var tokenClockSkewSeconds: Int = 60
+    /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical`. Default `info`.
+    public var logLevel: String = "info"
+    /// Most changes in one sync push. Default 50.
+    public var maxPushChanges: Int = 50
+
+    public static let googleCertsURL =
+        "https://www.googleapis.com/robot/v1/metadata/x509/securetoken@system.gserviceaccount.com"
+
+    /// A configuration with the required values and every default.
+    public init(databaseURL: String, firebaseProjectID: String) {
+        self.databaseURL = databaseURL
+        self.firebaseProjectID = firebaseProjectID
+        self.storageBucket = "\(firebaseProjectID).appspot.com"
+    }
+}
+
+/// A missing or invalid environment value, named so the operator can fix it.
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    public var variable: String
+    public var problem: String
+
+    public var description: String { "\(variable): \(problem)" }
+}
+
+extension Configuration {
+    /// Reads and validates the environment (API.md section 10).
+    public init(environment: [String: String]) throws(ConfigurationError) {
+        let env = Environment(values: environment)
+        self.init(
+            databaseURL: try env.required("DATABASE_URL"),
+            firebaseProjectID: try env.required("FIREBASE_PROJECT_ID"))
+        host = env.string("HOST") ?? host
+        port = try env.int("PORT", in: 0...65535) ?? port
+        databasePoolSize = try env.int("DB_POOL_SIZE", in: 1...1000) ?? databasePoolSize
+        storageBucket = env.string("FIREBASE_STORAGE_BUCKET") ?? storageBucket
+        googleApplicationCredentials = env.string("GOOGLE_APPLICATION_CREDENTIALS")
+        idTokenCertsURL = try env.url("LOCIFY_ID_TOKEN_CERTS_URL") ?? idTokenCertsURL
+        storageAPIURL = try env.url("LOCIFY_STORAGE_API_URL") ?? storageAPIURL
+        identityAPIURL = try env.url("LOCIFY_IDENTITY_API_URL") ?? identityAPIURL
+        authEmulatorHost = try env.hostPort("FIREBASE_AUTH_EMULATOR_HOST")
+        storageEmulatorHost = try env.hostPort("FIREBASE_STORAGE_EMULATOR_HOST")
+        rateLimitPerSecond = try env.double("LOCIFY_RATE_LIMIT_PER_SECOND", in: 0...1_000_000) ?? rateLimitPerSecond
+        rateLimitBurst = try env.double("LOCIFY_RATE_LIMIT_BURST", in: 0...1_000_000) ?? rateLimitBurst
+        tombstoneRetentionSeconds =
+            try env.int("LOCIFY_TOMBSTONE_RETENTION_SECONDS", in: 1...Int(Int32.max)) ?? tombstoneRetentionSeconds
+        tombstonePurgeIntervalSeconds =
+            try env.int("LOCIFY_TOMBSTONE_PURGE_INTERVAL_SECONDS", in: 1...Int(Int32.max)) ?? tombstonePurgeIntervalSeconds
+        migrationsDirectory = env.string("LOCIFY_MIGRATIONS_DIR") ?? migrationsDirectory
+        shutdownGraceSeconds = try env.int("LOCIFY_SHUTDOWN_GRACE_SECONDS", in: 0...3600) ?? shutdownGraceSeconds
+        maxConnections = try env.int("LOCIFY_MAX_CONNECTIONS", in: 1...1_000_000) ?? maxConnections
+        tokenClockSkewSeconds = try env.int("LOCIFY_TOKEN_CLOCK_SKEW_SECONDS", in: 0...300) ?? tokenClockSkewSeconds
+        maxPushChanges = try env.int("LOCIFY_MAX_PUSH_CHANGES", in: 1...10_000) ?? maxPushChanges
+        if let level = env.string("LOG_LEVEL") {
+            guard Configuration.logLevels.contains(level.lowercased()) else {
+                throw ConfigurationError(
+                    variable: "LOG_LEVEL", problem: "must be one of \(Configuration.logLevels.joined(separator: ", "))")
+            }
+            logLevel = level.lowercased()
+        }
+    }
+
+    static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+}
+
+/// Typed access to environment variables; empty values count as unset.
+private struct Environment {
+    let values: [String: String]
+
+    func string(_ name: String) -> String? {
+        guard let value = values[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        return value
+    }
+
+    func required(_ name: String) throws(ConfigurationError) -> String {
+        guard let value = string(name) else { throw ConfigurationError(variable: name, problem: "is required but not set") }
+        return value
+    }
+
+    func int(_ name: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
+        guard let text = string(name) else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw ConfigurationError(
+                variable: name, problem: "must be an integer from \(range.lowerBound) to \(range.upperBound), got \"\(text)\"")
+        }
+        return value
+    }
+
+    func double(_ name: String, in range: ClosedRange<Double>) throws(ConfigurationError) -> Double? {
+        guard let text = string(name) else { return nil }
+        guard let value = Double(text), value.isFinite, range.contains(value) else {
+            throw ConfigurationError(variable: name, problem: "must be a number from 0, got \"\(text)\"")
+        }
+        return value
+    }
+
+    func url(_ name: String) throws(ConfigurationError) -> String? {
+        guard let text = string(name) else { return nil }
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            url.host != nil
+        else {
+            throw ConfigurationError(variable: name, problem: "must be an http or https URL, got \"\(text)\"")
+        }
+        return text
+    }
+
+    /// `host:port` without a scheme, as the Firebase emulator variables are written.
+    func hostPort(_ name: String) throws(ConfigurationError) -> String? {
+        guard let text = string(name) else { return nil }
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, let port = Int(parts[1]), (1...65535).contains(port) else {
+            throw ConfigurationError(variable: name, problem: "must be host:port without a scheme, got \"\(text)\"")
+        }
+        return text
+    }
+}

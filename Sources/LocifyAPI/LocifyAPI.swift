@@ -1,2 +1,0 @@
-/// Placeholder: the HTTP face of Locify lives here.
-enum LocifyAPIPlaceholder {}

@@ -1,0 +1,116 @@
+import FirebaseAdmin
+import Logging
+import Synchronization
+import TestSupport
+
+/// A clock the tests move by hand (unix seconds).
+final class ManualClock: Sendable {
+    private let value: Mutex<Double>
+
+    init(_ start: Double = 1_750_000_000) {
+        value = Mutex(start)
+    }
+
+    var now: Double { value.withLock { $0 } }
+
+    func advance(by seconds: Double) {
+        value.withLock { $0 += seconds }
+    }
+
+    /// The clock as the closure the production types take.
+    var closure: @Sendable () -> Double { { self.now } }
+}
+
+/// Log records captured for assertions.
+final class LogCapture: Sendable {
+    struct Record: Sendable {
+        var level: Logger.Level
+        var message: String
+        var metadata: [String: String]
+    }
+
+    private let records = Mutex<[Record]>([])
+
+    var all: [Record] { records.withLock { $0 } }
+
+    func append(_ record: Record) {
+        records.withLock { $0.append(record) }
+    }
+
+    /// A logger at `trace` level writing into this capture.
+    func logger(label: String = "test") -> Logger {
+        Logger(label: label) { _ in CapturingLogHandler(capture: self) }
+    }
+}
+
+/// A `LogHandler` that appends to a `LogCapture`.
+struct CapturingLogHandler: LogHandler {
+    let capture: LogCapture
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var flattened: [String: String] = [:]
+        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) {
+            flattened[key] = "\(value)"
+        }
+        capture.append(.init(level: event.level, message: "\(event.message)", metadata: flattened))
+    }
+}
+
+/// A fake Google, a clock, and the production types wired to them.
+struct FirebaseTestBed {
+    let clock: ManualClock
+    let fake: FakeGoogle
+    let transport: InProcessTransport
+    let logs: LogCapture
+    let keyCache: PublicKeyCache
+    let verifier: IDTokenVerifier
+    let minter: TokenMinter
+
+    init(
+        clockSkew: Int = 60, cacheCapacity: Int = 10_000, emulatorMode: Bool = false,
+        keyCacheConfiguration: PublicKeyCache.Configuration = .init()
+    ) {
+        let clock = ManualClock()
+        let fake = FakeGoogle(now: clock.closure)
+        let transport = InProcessTransport(fake: fake)
+        let logs = LogCapture()
+        let keyCache = PublicKeyCache(
+            source: HTTPCertificateSource(url: FakeGoogle.certificatesURL, transport: transport),
+            configuration: keyCacheConfiguration, now: clock.closure, logger: logs.logger(label: "keys"))
+        self.clock = clock
+        self.fake = fake
+        self.transport = transport
+        self.logs = logs
+        self.keyCache = keyCache
+        self.verifier = IDTokenVerifier(
+            projectId: "locify-test", keys: keyCache, clockSkew: clockSkew, emulatorMode: emulatorMode,
+            cacheCapacity: cacheCapacity, now: clock.closure, logger: logs.logger(label: "verifier"))
+        self.minter = TokenMinter(projectId: "locify-test", key: TestKeys.primary)
+    }
+
+    var now: Double { clock.now }
+
+    /// The result of verifying `token`, for `#expect` comparisons.
+    func outcome(_ token: String) -> Result<VerifiedIDToken, IDTokenError> {
+        do throws(IDTokenError) {
+            return .success(try verifier.verify(token))
+        } catch {
+            return .failure(error)
+        }
+    }
+}
+
+extension Result where Failure == IDTokenError {
+    /// The rejection reason, when the token was refused as invalid.
+    var invalidReason: String? {
+        if case .failure(.invalid(let reason)) = self { return reason }
+        return nil
+    }
+}

@@ -1,0 +1,67 @@
+import FirebaseAdmin
+import Testing
+import TestSupport
+
+@Suite("RSA keys")
+struct RSAKeyTests {
+    @Test("a signature from the private key verifies with the certificate's public key")
+    func signAndVerify() throws {
+        let message = Array("header.payload".utf8)
+        let signature = try TestKeys.primary.privateKey().sign(message)
+        #expect(signature.count == 256)
+        let publicKey = try TestKeys.primary.publicKey()
+        #expect(publicKey.verify(signature: signature, message: message))
+        #expect(!publicKey.verify(signature: signature, message: Array("header.payloaD".utf8)))
+        #expect(!publicKey.verify(signature: Array(signature.dropLast()), message: message))
+        #expect(!publicKey.verify(signature: [], message: message))
+        #expect(!(try TestKeys.attacker.publicKey()).verify(signature: signature, message: message))
+    }
+
+    @Test("PKCS#1 and PKCS#8 forms of one key produce signatures the same certificate accepts")
+    func pkcs1AndPkcs8() throws {
+        let message = Array("assertion".utf8)
+        let pkcs8 = try RSAPrivateKey(pem: TestKeys.service.privateKeyPEM)
+        let pkcs1 = try RSAPrivateKey(pem: TestKeys.servicePKCS1PEM)
+        let certificate = try TestKeys.service.publicKey()
+        #expect(certificate.verify(signature: try pkcs8.sign(message), message: message))
+        #expect(certificate.verify(signature: try pkcs1.sign(message), message: message))
+        #expect(try pkcs8.sign(message) == (try pkcs1.sign(message)), "RS256 is deterministic")
+    }
+
+    @Test("unreadable or non-RSA material is refused with an error")
+    func refusesBadInput() {
+        #expect(throws: CryptoKeyError.self) { try RSAPublicKey(certificatePEM: "") }
+        #expect(throws: CryptoKeyError.self) { try RSAPublicKey(certificatePEM: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n") }
+        #expect(throws: CryptoKeyError.self) { try RSAPublicKey(certificatePEM: TestKeys.ecCertificatePEM) }
+        #expect(throws: CryptoKeyError.self) { try RSAPublicKey(certificatePEM: TestKeys.primary.privateKeyPEM) }
+        #expect(throws: CryptoKeyError.self) { try RSAPrivateKey(pem: TestKeys.primary.certificatePEM) }
+        #expect(throws: CryptoKeyError.self) { try RSAPrivateKey(pem: "garbage") }
+    }
+}
+
+@Suite("Base64URL")
+struct Base64URLTests {
+    @Test("encodes without padding and decodes back", arguments: [0, 1, 2, 3, 4, 5, 31, 32, 33, 255, 256])
+    func roundTrip(length: Int) throws {
+        let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+        let encoded = Base64URL.encode(bytes)
+        #expect(!encoded.contains("="))
+        #expect(!encoded.contains("+") && !encoded.contains("/"))
+        #expect(Base64URL.decode(encoded) == bytes)
+    }
+
+    @Test("known vectors")
+    func vectors() {
+        #expect(Base64URL.encode("f") == "Zg")
+        #expect(Base64URL.encode("fo") == "Zm8")
+        #expect(Base64URL.encode("foo") == "Zm9v")
+        #expect(Base64URL.encode([0xFB, 0xFF]) == "-_8")
+        #expect(Base64URL.decode("-_8") == [0xFB, 0xFF])
+    }
+
+    @Test("decoding is strict", arguments: ["Zg==", "Zg=", "Zm9v=", "Z", "Zm9vZ", "Zm 9v", "Zm9v\n", "+/8", "Zh", "Zm9", "Zm-"])
+    func strict(text: String) {
+        // "Zh", "Zm9" and "Zm-" carry non-zero unused bits: not the canonical spelling.
+        #expect(Base64URL.decode(text) == nil, "\(text)")
+    }
+}

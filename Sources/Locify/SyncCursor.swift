@@ -1,3 +1,4 @@
+import FirebaseAdmin
 import Foundation
 
 /// Where a client stands in its user's change feed (API.md section 7), opaque to the client.
@@ -68,7 +69,7 @@ public struct SyncCursor: Sendable, Equatable {
     /// Decodes a cursor handed out to `userID`; anything else is E001 on `since`.
     public init(encoded text: String, userID: String) throws(LocifyError) {
         let invalid = LocifyError.invalid("since", "is not a cursor this server issued for this user")
-        guard let bytes = Base64URL.decode(text), bytes.count == SyncCursor.payloadLength + 8 else { throw invalid }
+        guard text.utf8.count <= 64, let bytes = Base64URL.decode(text), bytes.count == SyncCursor.payloadLength + 8 else { throw invalid }
         let payload = Array(bytes[0..<SyncCursor.payloadLength])
         guard SyncCursor.readUInt64(bytes, at: SyncCursor.payloadLength) == SyncCursor.checksum(payload, userID: userID),
             payload[0] == SyncCursor.version, let phase = Phase(rawValue: payload[1]), payload[10] <= 2
@@ -104,61 +105,5 @@ public struct SyncCursor: Sendable, Equatable {
             hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
         }
         return hash
-    }
-}
-
-/// base64url without padding (RFC 4648 section 5), strict on input.
-enum Base64URL {
-    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-
-    static func encode(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var index = 0
-        while index + 3 <= bytes.count {
-            let n = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            out.append(alphabet[Int(n >> 18 & 63)])
-            out.append(alphabet[Int(n >> 12 & 63)])
-            out.append(alphabet[Int(n >> 6 & 63)])
-            out.append(alphabet[Int(n & 63)])
-            index += 3
-        }
-        let rest = bytes.count - index
-        if rest > 0 {
-            let n = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
-            out.append(alphabet[Int(n >> 18 & 63)])
-            out.append(alphabet[Int(n >> 12 & 63)])
-            if rest == 2 { out.append(alphabet[Int(n >> 6 & 63)]) }
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    static func decode(_ text: String) -> [UInt8]? {
-        let input = Array(text.utf8)
-        guard input.count % 4 != 1, input.count <= 4096 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(input.count * 3 / 4)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for c in input {
-            let value: UInt8
-            switch c {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = c - UInt8(ascii: "A")
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = c - UInt8(ascii: "a") + 26
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = c - UInt8(ascii: "0") + 52
-            case UInt8(ascii: "-"): value = 62
-            case UInt8(ascii: "_"): value = 63
-            default: return nil
-            }
-            accumulator = accumulator << 6 | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-            }
-        }
-        // Leftover bits must be zero (canonical encoding only).
-        guard accumulator & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
-        return out
     }
 }

@@ -1,0 +1,138 @@
+import Foundation
+import JSON
+import Testing
+
+@testable import Locify
+
+@Suite("Request bodies decode into validated drafts (API.md sections 4 and 11)")
+struct DraftDecodingTests {
+    let categoryID = "1F3599BE-6E0E-5CF8-AA59-B97DFDC46AEC"
+
+    func json(_ text: String) throws -> JSONValue { try JSONParser.parse(text) }
+
+    func location(_ extra: String = "") throws -> JSONValue {
+        try json(
+            #"{"id":"6c2f54c9-801e-5a83-bd62-9cb6d70037af","category_id":"\#(categoryID)","name":" Place ","latitude":1.5,"longitude":-2.5\#(extra)}"#)
+    }
+
+    @Test("a minimal category is normalised: trimmed name, lower-case id")
+    func minimalCategory() throws {
+        let draft = try CategoryDraft(json: json(#"{"id":"\#(categoryID)","name":"  Food  "}"#), userID: "u")
+        #expect(draft.name == "Food")
+        #expect(draft.id.lowercasedString == categoryID.lowercased())
+        #expect(draft.icon == nil && draft.updatedAt == nil && draft.createdAt == nil)
+    }
+
+    @Test("non-object bodies are E001")
+    func nonObject() throws {
+        for body in ["[]", "\"x\"", "1", "null", "true"] {
+            #expect(throws: LocifyError.invalid("body", "must be a JSON object")) {
+                try CategoryDraft(json: try json(body), userID: "u")
+            }
+        }
+    }
+
+    @Test("absent or null required fields are E004; wrong types E001; bad UUIDs E002")
+    func fieldKinds() throws {
+        #expect(throws: LocifyError.missingField("id")) { try CategoryDraft(json: try json(#"{"name":"a"}"#), userID: "u") }
+        #expect(throws: LocifyError.missingField("name")) {
+            try CategoryDraft(json: try json(#"{"id":"\#(categoryID)","name":null}"#), userID: "u")
+        }
+        #expect(throws: LocifyError.invalid("name", "must be a string")) {
+            try CategoryDraft(json: try json(#"{"id":"\#(categoryID)","name":5}"#), userID: "u")
+        }
+        #expect(throws: LocifyError.invalidUUID(FieldIssue(field: "id", message: "must be a UUID"))) {
+            try CategoryDraft(json: try json(#"{"id":"nope","name":"a"}"#), userID: "u")
+        }
+        #expect(throws: LocifyError.invalid("id", "must be a string")) {
+            try CategoryDraft(json: try json(#"{"id":12,"name":"a"}"#), userID: "u")
+        }
+    }
+
+    @Test("a foreign user_id is E006; the caller's own is accepted")
+    func userID() throws {
+        #expect(throws: LocifyError.forbidden(FieldIssue(field: "user_id", message: "must be the authenticated user's id"))) {
+            try CategoryDraft(json: try json(#"{"id":"\#(categoryID)","name":"a","user_id":"other"}"#), userID: "u")
+        }
+        _ = try CategoryDraft(json: json(#"{"id":"\#(categoryID)","name":"a","user_id":"u"}"#), userID: "u")
+    }
+
+    @Test("sync_status must be one of the four values; read-only fields are ignored")
+    func readOnlyFields() throws {
+        #expect(throws: LocifyError.self) {
+            try CategoryDraft(json: try json(#"{"id":"\#(categoryID)","name":"a","sync_status":"dirty"}"#), userID: "u")
+        }
+        let draft = try CategoryDraft(
+            json: json(
+                #"{"id":"\#(categoryID)","name":"a","sync_status":"pendingCreate","version":99,"location_count":7,"is_default":false}"#),
+            userID: "u")
+        #expect(draft.name == "a")
+    }
+
+    @Test("a path id wins; a differing body id is E001")
+    func pathID() throws {
+        let path = try #require(UUID(apiString: categoryID))
+        let draft = try CategoryDraft(json: json(#"{"name":"a"}"#), userID: "u", pathID: path)
+        #expect(draft.id == path)
+        #expect(throws: LocifyError.invalid("id", "must match the id in the path")) {
+            try CategoryDraft(
+                json: try json(#"{"id":"6c2f54c9-801e-5a83-bd62-9cb6d70037af","name":"a"}"#), userID: "u", pathID: path)
+        }
+    }
+
+    @Test("a location decodes with defaults for omitted optional fields")
+    func minimalLocation() throws {
+        let draft = try LocationDraft(json: location(), userID: "u")
+        #expect(draft.name == "Place")
+        #expect(draft.address == nil && draft.description == nil && !draft.isFavorite && draft.imageURLs.isEmpty)
+        #expect(draft.latitude == 1.5 && draft.longitude == -2.5)
+    }
+
+    @Test("coordinates outside their range are E003; on the boundary they are accepted")
+    func coordinates() throws {
+        #expect(throws: LocifyError.invalidCoordinates(FieldIssue(field: "latitude", message: "must be between -90 and 90"))) {
+            try LocationDraft(json: try json(#"{"id":"\#(categoryID)","category_id":"\#(categoryID)","name":"a","latitude":90.0001,"longitude":0}"#), userID: "u")
+        }
+        #expect(throws: LocifyError.self) {
+            try LocationDraft(json: try json(#"{"id":"\#(categoryID)","category_id":"\#(categoryID)","name":"a","latitude":0,"longitude":-180.5}"#), userID: "u")
+        }
+        _ = try LocationDraft(json: json(#"{"id":"\#(categoryID)","category_id":"\#(categoryID)","name":"a","latitude":-90,"longitude":180}"#), userID: "u")
+        #expect(throws: LocifyError.invalid("latitude", "must be a number")) {
+            try LocationDraft(json: try json(#"{"id":"\#(categoryID)","category_id":"\#(categoryID)","name":"a","latitude":"1","longitude":0}"#), userID: "u")
+        }
+    }
+
+    @Test("image_urls: at most 10 https URLs, no duplicates")
+    func imageURLs() throws {
+        let ten = (0..<10).map { "\"https://x.example/\($0).jpg\"" }.joined(separator: ",")
+        #expect(try LocationDraft(json: location(",\"image_urls\":[\(ten)]"), userID: "u").imageURLs.count == 10)
+        #expect(throws: LocifyError.self) { try LocationDraft(json: try location(",\"image_urls\":[\(ten),\"https://x.example/a\"]"), userID: "u") }
+        #expect(throws: LocifyError.invalid("image_urls", "must not contain duplicates")) {
+            try LocationDraft(json: try location(#","image_urls":["https://x.example/a","https://x.example/a"]"#), userID: "u")
+        }
+        #expect(throws: LocifyError.invalid("image_urls", "must be an absolute https URL")) {
+            try LocationDraft(json: try location(#","image_urls":["file:///tmp/a.jpg"]"#), userID: "u")
+        }
+        #expect(throws: LocifyError.invalid("image_urls", "must be an array of strings")) {
+            try LocationDraft(json: try location(#","image_urls":"https://x.example/a""#), userID: "u")
+        }
+    }
+
+    @Test("blank address and description become null; NUL in a name is E001")
+    func textFields() throws {
+        let draft = try LocationDraft(json: location(#","address":"   ","description":"a\nb""#), userID: "u")
+        #expect(draft.address == nil && draft.description == "a\nb")
+        #expect(throws: LocifyError.invalid("name", "must not contain control characters")) {
+            try LocationDraft(json: try json(#"{"id":"\#(categoryID)","category_id":"\#(categoryID)","name":"a\u0000b","latitude":0,"longitude":0}"#), userID: "u")
+        }
+    }
+
+    @Test("timestamps must be RFC 3339")
+    func timestamps() throws {
+        #expect(throws: LocifyError.invalid("updated_at", "must be an RFC 3339 timestamp")) {
+            try LocationDraft(json: try location(#","updated_at":"yesterday""#), userID: "u")
+        }
+        let draft = try LocationDraft(json: location(#","updated_at":"2025-01-01T10:00:00.5+01:00""#), userID: "u")
+        #expect(draft.updatedAt == Timestamp(rfc3339: "2025-01-01T09:00:00.500Z"))
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+import Testing
+
+@testable import Locify
+
+@Suite("Sync cursors are opaque, round-trip, and refuse garbage and other users")
+struct SyncCursorTests {
+    let cursor = SyncCursor(
+        phase: .delta, seq: 1234, rank: 1, afterID: UUID(apiString: "1f3599be-6e0e-5cf8-aa59-b97dfdc46aec") ?? SyncCursor.minID,
+        issuedAt: Timestamp(milliseconds: 1_748_733_300_123))
+
+    @Test("a cursor decodes to itself for its owner")
+    func roundTrip() throws {
+        let text = cursor.encoded(for: "user-1")
+        #expect(try SyncCursor(encoded: text, userID: "user-1") == cursor)
+        #expect(text.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
+    }
+
+    @Test("another user's cursor is E001")
+    func otherUser() {
+        let text = cursor.encoded(for: "user-1")
+        #expect(throws: LocifyError.self) { try SyncCursor(encoded: text, userID: "user-2") }
+    }
+
+    @Test("garbage, truncation and single-character changes are E001", arguments: ["", "abc", "!!!!", String(repeating: "A", count: 58), String(repeating: "A", count: 5000)])
+    func garbage(_ text: String) {
+        #expect(throws: LocifyError.self) { try SyncCursor(encoded: text, userID: "user-1") }
+    }
+
+    @Test("every single-character tamper is detected")
+    func tamper() {
+        let text = Array(cursor.encoded(for: "user-1"))
+        for index in text.indices {
+            var changed = text
+            changed[index] = changed[index] == "A" ? "B" : "A"
+            #expect(throws: LocifyError.self) { try SyncCursor(encoded: String(changed), userID: "user-1") }
+        }
+        #expect(throws: LocifyError.self) { try SyncCursor(encoded: String(text.dropLast()), userID: "user-1") }
+    }
+}

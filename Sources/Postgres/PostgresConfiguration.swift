@@ -42,6 +42,14 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
             option = option.successor()
         }
         self.parameters = parameters
+        // libpq checks the port only when connecting; say so now, where the string is read.
+        if let port = value(of: "port") {
+            for item in port.split(separator: ",", omittingEmptySubsequences: false) {
+                guard item.isEmpty || Int(item).map({ (1...65535).contains($0) }) == true else {
+                    throw PostgresError(kind: .invalidConfiguration, message: "invalid connection string: port \"\(port)\" is not a port number")
+                }
+            }
+        }
     }
 
     /// The value of a libpq keyword given in the connection string, if any.

@@ -9,5 +9,7 @@ static const int LOCIFY_PG_DIAG_SQLSTATE = 'C';
 static const int LOCIFY_PG_DIAG_MESSAGE_PRIMARY = 'M';
 static const int LOCIFY_PG_DIAG_MESSAGE_DETAIL = 'D';
 static const int LOCIFY_PG_DIAG_CONSTRAINT_NAME = 'n';
+static const int LOCIFY_PG_DIAG_COLUMN_NAME = 'c';
+static const int LOCIFY_PG_DIAG_TABLE_NAME = 't';
 
 #endif

@@ -1,4 +1,0 @@
-internal import CLibPQ
-
-/// Placeholder: the libpq wrapper lives here.
-enum PostgresPlaceholder {}

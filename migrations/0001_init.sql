@@ -47,7 +47,6 @@ CREATE TABLE categories (
     -- locale); sorts case-insensitively with the "C" collation.
     name_key       text        COLLATE "C" NOT NULL,
     icon           text,
-    is_default     boolean     NOT NULL DEFAULT false,
     version        bigint      NOT NULL DEFAULT 1,
     created_at     timestamptz NOT NULL,
     updated_at     timestamptz NOT NULL,

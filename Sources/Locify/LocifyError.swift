@@ -11,12 +11,12 @@ public struct FieldIssue: Sendable, Equatable {
     }
 }
 
-/// What a losing write is told about the server's side of a conflict (API.md section 5): the
-/// current record, or the tombstone when the record was deleted.
-public enum ConflictRecord: Sendable, Equatable {
+/// A record as the server holds it: the live record, or the tombstone when it was deleted. A
+/// losing write is shown it (API.md section 5); sync push results carry it.
+public enum RecordState: Sendable, Equatable {
     case category(Category)
     case location(Location)
-    case tombstone(id: UUID, deletedAt: Timestamp)
+    case tombstone(RecordKind, id: UUID, deletedAt: Timestamp)
 }
 
 /// Every way the domain refuses a request. Each case corresponds to exactly one API error code;
@@ -37,7 +37,7 @@ public enum LocifyError: Error, Sendable, Equatable {
     /// E007: no such record for this user (another user's record looks exactly like this).
     case notFound(String)
     /// E008: the write is older than the stored record; carries the server's version.
-    case conflict(ConflictRecord)
+    case conflict(RecordState)
     /// E009: the sync cursor is older than the tombstone retention.
     case cursorExpired
     /// S003: the database cannot be reached right now.

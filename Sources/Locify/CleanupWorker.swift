@@ -1,0 +1,168 @@
+import FirebaseAdmin
+import Foundation
+import Logging
+import Postgres
+import Synchronization
+
+/// Runs the durable clean-up jobs (API.md section 8) until each succeeds.
+///
+/// A job is claimed with `FOR UPDATE SKIP LOCKED` inside a transaction that stays open while it
+/// runs, so several server instances never run one job at once, and a job whose server died is
+/// unlocked by PostgreSQL and picked up again at once. Failures are retried with exponential
+/// backoff and jitter (longer when Google sends `Retry-After`). The Auth account of a deleted user
+/// is removed only after all of that user's Storage jobs are done.
+public final class CleanupWorker: Sendable {
+    /// Timing of the worker.
+    public struct Settings: Sendable {
+        /// How often due jobs are looked for. Default 5 s.
+        public var pollInterval: Duration = .seconds(5)
+        /// Delay after the first failure, seconds; doubled per attempt. Default 2.
+        public var baseBackoff: Double = 2
+        /// Longest delay between attempts, seconds; also used after a non-retryable error. Default 3600.
+        public var maxBackoff: Double = 3600
+
+        public init() {}
+    }
+
+    /// Queue depth for `/metrics`.
+    public struct QueueStatistics: Sendable, Equatable {
+        /// Jobs waiting to run that have not failed yet.
+        public var pending: Int64
+        /// Jobs whose last attempt failed (they will be retried).
+        public var failed: Int64
+    }
+
+    private let pool: ConnectionPool
+    private let executor: (any CleanupExecutor)?
+    private let settings: Settings
+    private let logger: Logger
+    private let cachedStatistics = Mutex(QueueStatistics(pending: 0, failed: 0))
+    private let task = Mutex<PeriodicTask?>(nil)
+
+    /// - Parameters:
+    ///   - pool: a pool of its own (one connection is enough), since a job holds its
+    ///     connection while Google answers.
+    ///   - executor: nil when no credentials are configured: jobs then stay queued.
+    public init(pool: ConnectionPool, executor: (any CleanupExecutor)?, settings: Settings = Settings(), logger: Logger) {
+        self.pool = pool
+        self.executor = executor
+        self.settings = settings
+        self.logger = logger
+    }
+
+    /// The queue depth as of the last poll.
+    public var statistics: QueueStatistics { cachedStatistics.withLock { $0 } }
+
+    /// Starts polling on a thread of its own.
+    public func start() {
+        let task = PeriodicTask(name: "locify.cleanup-worker", interval: settings.pollInterval) { [self] in
+            _ = runDueJobs()
+        }
+        self.task.withLock { $0 = task }
+        task.start()
+    }
+
+    /// Looks for due jobs now (after a deletion queued some).
+    public func wake() {
+        task.withLock { $0 }?.wake()
+    }
+
+    /// Stops after the job in progress, if any.
+    public func stop() {
+        task.withLock { $0 }?.stop()
+    }
+
+    /// Runs every due job once; returns how many ran. Errors are logged, never thrown.
+    @discardableResult
+    public func runDueJobs() -> Int {
+        var ran = 0
+        if executor != nil {
+            do {
+                while try runNextJob() { ran += 1 }
+            } catch {
+                logger.warning("clean-up worker cannot reach the database", metadata: ["error": "\(error)"])
+            }
+        }
+        refreshStatistics()
+        return ran
+    }
+
+    private func refreshStatistics() {
+        do {
+            let statistics = try pool.withConnection { connection in
+                let row = try connection.query(
+                    """
+                    SELECT count(*) FILTER (WHERE last_error IS NULL), count(*) FILTER (WHERE last_error IS NOT NULL)
+                    FROM cleanup_jobs
+                    """
+                ).first
+                return QueueStatistics(pending: try row?.decode(0) ?? 0, failed: try row?.decode(1) ?? 0)
+            }
+            cachedStatistics.withLock { $0 = statistics }
+        } catch {
+            logger.debug("cannot read the clean-up queue depth", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Claims and runs one due job; false when none is due.
+    private func runNextJob() throws -> Bool {
+        guard let executor else { return false }
+        return try pool.withTransaction { connection in
+            guard
+                let row = try connection.query(
+                    """
+                    SELECT j.id, j.kind, j.target, j.attempts FROM cleanup_jobs j
+                    WHERE j.run_after <= now()
+                      AND (j.kind <> 'auth_account' OR NOT EXISTS (
+                             SELECT 1 FROM cleanup_jobs s WHERE s.user_id = j.user_id AND s.kind <> 'auth_account'))
+                    ORDER BY j.run_after, j.id
+                    LIMIT 1
+                    FOR UPDATE SKIP LOCKED
+                    """
+                ).first
+            else { return false }
+            let id: Int64 = try row.decode(0)
+            let kind: String = try row.decode(1)
+            let target: String = try row.decode(2)
+            let attempts: Int32 = try row.decode(3)
+            let metadata: Logger.Metadata = ["job": "\(id)", "kind": "\(kind)", "attempt": "\(attempts + 1)"]
+            do {
+                try Self.run(kind: kind, target: target, on: executor)
+                try connection.query("DELETE FROM cleanup_jobs WHERE id = \(id)")
+                logger.info("clean-up job done", metadata: metadata)
+            } catch {
+                let delay = backoff(afterAttempts: Int(attempts) + 1, error: error)
+                try connection.query(
+                    """
+                    UPDATE cleanup_jobs SET attempts = attempts + 1, last_error = \(String(describing: error)),
+                           run_after = now() + make_interval(secs => \(delay))
+                    WHERE id = \(id)
+                    """)
+                logger.warning(
+                    "clean-up job failed; will retry",
+                    metadata: metadata.merging(["error": "\(error)", "retry_in_s": "\(Int(delay))"]) { $1 })
+            }
+            return true
+        }
+    }
+
+    private static func run(kind: String, target: String, on executor: any CleanupExecutor) throws {
+        switch CleanupJob.Kind(rawValue: kind) {
+        case .storagePrefix?: try executor.deleteStorageFolder(prefix: target)
+        case .storageObject?: try executor.deleteStorageObject(path: target)
+        case .authAccount?: try executor.deleteAuthAccount(uid: target)
+        case nil: throw GoogleAPIError(status: nil, message: "unknown job kind \(kind)", retryable: false)
+        }
+    }
+
+    /// Exponential backoff with jitter: base x 2^(attempts-1), capped, scaled by a random factor
+    /// in [0.5, 1]; never shorter than Google's `Retry-After`; the cap for errors Google says
+    /// retrying will not fix (they may still be fixed by an operator).
+    func backoff(afterAttempts attempts: Int, error: any Error) -> Double {
+        let google = error as? GoogleAPIError
+        if let google, !google.retryable { return settings.maxBackoff }
+        let exponential = settings.baseBackoff * pow(2, Double(min(attempts - 1, 30)))
+        let delay = min(settings.maxBackoff, exponential) * Double.random(in: 0.5...1)
+        return max(delay, google?.retryAfter ?? 0)
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+
+/// One page of a user's change feed (API.md section 7, pull).
+public struct FeedPage: Sendable {
+    /// Upserts (live records) and deletes (tombstones); all categories before all locations.
+    public var changes: [RecordState]
+    /// The opaque cursor to pass back as `since`.
+    public var cursor: String
+    /// True exactly when more changes remain after this page.
+    public var hasMore: Bool
+}
+
+extension RecordState {
+    /// Which kind of record this is.
+    public var kind: RecordKind {
+        switch self {
+        case .category: return .category
+        case .location: return .location
+        case .tombstone(let kind, _, _): return kind
+        }
+    }
+}
+
+extension RecordState {
+    /// The record's id.
+    public var id: UUID {
+        switch self {
+        case .category(let category): return category.id
+        case .location(let location): return location.id
+        case .tombstone(_, let id, _): return id
+        }
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+
+/// The filters, sort and page of `GET /v1/locations` (API.md sections 6 and 11), validated.
+public struct LocationQuery: Sendable, Equatable {
+    /// The orders the listing offers; every one ends with id ascending.
+    public enum Sort: String, Sendable, CaseIterable {
+        /// Newest first (the default).
+        case createdAt = "created_at"
+        /// Most recently changed first.
+        case updatedAt = "updated_at"
+        /// A-Z, case-insensitive.
+        case name
+    }
+
+    public var page: PageRequest
+    public var categoryID: UUID?
+    public var isFavorite: Bool?
+    /// The `q` substring filter, case-insensitive and literal; nil or empty means no filter.
+    public var search: String?
+    public var sort: Sort
+
+    public init(
+        page: PageRequest = PageRequest(), categoryID: UUID? = nil, isFavorite: Bool? = nil, search: String? = nil,
+        sort: Sort = .createdAt
+    ) {
+        self.page = page
+        self.categoryID = categoryID
+        self.isFavorite = isFavorite
+        self.search = search
+        self.sort = sort
+    }
+}

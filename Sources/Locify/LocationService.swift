@@ -1,0 +1,91 @@
+import Foundation
+import Postgres
+
+/// Locations: listing with filters and sorts, reads, last-write-wins writes and deletes
+/// (API.md sections 4-6). Every write is one transaction under the user's write lock.
+public struct LocationService: Sendable {
+    let pool: ConnectionPool
+    let now: @Sendable () -> Timestamp
+
+    public func list(_ caller: Caller, _ query: LocationQuery) throws -> Page<Location> {
+        try pool.withConnection { connection in
+            try AccountGate.read(connection, caller, LocationStore.listQuery(userID: caller.userID, query)) { rows in
+                var records: [Location] = []
+                records.reserveCapacity(rows.count)
+                for row in rows where !row.isNull(2) {
+                    records.append(try Location(row: row, at: 2))
+                }
+                let total: Int64 = try rows.first?.decode(1) ?? 0
+                return Page(records: records, totalCount: total, page: query.page.page, size: query.page.size)
+            }
+        }
+    }
+
+    public func get(_ caller: Caller, id: UUID) throws -> Location {
+        let found = try pool.withConnection { connection in
+            try AccountGate.read(connection, caller, LocationStore.getQuery(userID: caller.userID, id: id)) { rows in
+                try rows.first.flatMap { row throws(PostgresError) in row.isNull(1) ? nil : try Location(row: row, at: 1) }
+            }
+        }
+        guard let found else { throw LocifyError.notFound("location") }
+        return found
+    }
+
+    /// POST: creates the location, or upserts it under last-write-wins when the id exists.
+    public func create(_ caller: Caller, _ draft: LocationDraft) throws -> WriteOutcome<Location> {
+        try write(caller, draft, .create)
+    }
+
+    /// PUT: replaces an existing location (or revives its tombstone when newer); unknown id E007.
+    public func replace(_ caller: Caller, _ draft: LocationDraft) throws -> WriteOutcome<Location> {
+        try write(caller, draft, .replace)
+    }
+
+    private func write(_ caller: Caller, _ draft: LocationDraft, _ intent: LastWriteWins.Intent) throws -> WriteOutcome<Location> {
+        try pool.withTransaction { connection in
+            let stamp = try AccountGate.beginWrite(connection, caller)
+            let stored = try LocationStore.find(connection, userID: caller.userID, id: draft.id)
+            let now = self.now()
+            let decision = LastWriteWins.decide(
+                intent, stored: stored?.clock, requested: draft.updatedAt,
+                sameContent: stored.map(draft.hasSameContent) ?? false, now: now)
+            return try decision.applyWrite(
+                stored: stored, kind: "location", conflict: \.state,
+                insert: { at in
+                    try requireLiveCategory(connection, caller, draft)
+                    return try LocationStore.insert(
+                        connection, userID: caller.userID, draft, at: at, createdAt: min(draft.createdAt ?? at, now), stamp: stamp)
+                },
+                overwrite: { at in
+                    try requireLiveCategory(connection, caller, draft)
+                    return try LocationStore.overwrite(connection, userID: caller.userID, draft, at: at, stamp: stamp)
+                })
+        }
+    }
+
+    /// A location must belong to one of the user's live categories (E007 otherwise).
+    private func requireLiveCategory(_ connection: PostgresConnection, _ caller: Caller, _ draft: LocationDraft) throws {
+        guard try CategoryStore.isLive(connection, userID: caller.userID, id: draft.categoryID) else {
+            throw LocifyError.notFound("category")
+        }
+    }
+
+    /// DELETE: tombstones the location (idempotent); returns the tombstone. Its images are left
+    /// to the client (API.md section 11).
+    public func delete(_ caller: Caller, id: UUID, updatedAt: Timestamp?) throws -> Location {
+        try pool.withTransaction { connection in
+            let stamp = try AccountGate.beginWrite(connection, caller)
+            let stored = try LocationStore.find(connection, userID: caller.userID, id: id)
+            let decision = LastWriteWins.decide(
+                .delete, stored: stored?.clock, requested: updatedAt, sameContent: false, now: now())
+            return try decision.applyDelete(stored: stored, kind: "location", conflict: \.state) { at in
+                try LocationStore.tombstone(connection, userID: caller.userID, id: id, at: at, stamp: stamp)
+            }
+        }
+    }
+}
+
+extension Location {
+    /// The last-write-wins clock of the stored record.
+    var clock: LastWriteWins.Stored { .init(updatedAt: updatedAt, isDeleted: deletedAt != nil) }
+}

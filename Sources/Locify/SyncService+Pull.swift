@@ -1,0 +1,102 @@
+import Foundation
+import Postgres
+
+extension SyncService {
+    /// One page of the caller's change feed after `since` (or a snapshot without it), read in one
+    /// REPEATABLE READ, read-only transaction with its next cursor computed inside it.
+    /// - Parameter limit: 1-1000 changes (validated by the API layer).
+    public func pull(_ caller: Caller, since: String?, limit: Int) throws -> FeedPage {
+        let start = try since.map { (text) throws(LocifyError) in try SyncCursor(encoded: text, userID: caller.userID) }
+        do {
+            return try readPage(caller, start: start, limit: limit)
+        } catch is AccountMissing {
+            // First request of a new user: provisioning writes, so it cannot run in the
+            // read-only snapshot transaction.
+            try pool.withConnection { connection in try AccountGate.provision(connection, caller) }
+            return try readPage(caller, start: start, limit: limit)
+        }
+    }
+
+    private struct AccountMissing: Error {}
+
+    private func readPage(_ caller: Caller, start: SyncCursor?, limit: Int) throws -> FeedPage {
+        try pool.withTransaction(isolation: .repeatableRead, readOnly: true) { connection in
+            guard
+                let user = try connection.query(
+                    "SELECT tokens_valid_after, change_seq, now() FROM users WHERE id = \(caller.userID)"
+                ).first
+            else { throw AccountMissing() }
+            try AccountGate.check(tokensValidAfter: user.decode(0), caller)
+            let serverNow: Timestamp = try user.decode(2)
+            if let start, start.issuedAt < serverNow.adding(milliseconds: -retentionSeconds * 1000) {
+                throw LocifyError.cursorExpired
+            }
+            let highWater: Int64 = try user.decode(1)
+            var cursor =
+                start
+                ?? SyncCursor(phase: .snapshotCategories, seq: highWater, rank: 0, afterID: SyncCursor.minID, issuedAt: serverNow)
+            var changes: [RecordState] = []
+            let hasMore = try fill(&changes, cursor: &cursor, limit: limit, connection: connection, userID: caller.userID)
+            // A cursor that has caught up is as fresh as this snapshot; one in the middle of a
+            // backlog keeps the time its position was first established (retention, API.md 11).
+            if !hasMore { cursor.issuedAt = serverNow }
+            let ordered = changes.filter { $0.kind == .category } + changes.filter { $0.kind == .location }
+            return FeedPage(changes: ordered, cursor: cursor.encoded(for: caller.userID), hasMore: hasMore)
+        }
+    }
+
+    /// Appends up to `limit` changes from `cursor` on, advancing it; returns whether more remain.
+    /// Each phase is read with one row more than it may deliver, so "more remain" is exact.
+    private func fill(
+        _ changes: inout [RecordState], cursor: inout SyncCursor, limit: Int, connection: PostgresConnection,
+        userID: String
+    ) throws -> Bool {
+        while true {
+            let quota = limit - changes.count
+            switch cursor.phase {
+            case .snapshotCategories, .snapshotLocations:
+                let kind: RecordKind = cursor.phase == .snapshotCategories ? .category : .location
+                let rows = try FeedStore.snapshot(
+                    connection, kind, userID: userID, highWater: cursor.seq, afterID: cursor.afterID, limit: quota + 1)
+                let taken = rows.prefix(quota)
+                changes += taken
+                if rows.count > quota {
+                    if let last = taken.last { cursor.afterID = last.id }
+                    return true
+                }
+                cursor =
+                    kind == .category
+                    ? SyncCursor(
+                        phase: .snapshotLocations, seq: cursor.seq, rank: 0, afterID: SyncCursor.minID, issuedAt: cursor.issuedAt)
+                    : .after(seq: cursor.seq, issuedAt: cursor.issuedAt)
+            case .delta:
+                let categories = try FeedStore.delta(connection, .category, userID: userID, after: cursor, limit: quota + 1)
+                let locations = try FeedStore.delta(connection, .location, userID: userID, after: cursor, limit: quota + 1)
+                let merged = (categories + locations).sorted { a, b in
+                    if a.stamp != b.stamp { return a.stamp < b.stamp }
+                    if a.state.kind != b.state.kind { return a.state.kind < b.state.kind }
+                    return a.state.id.precedes(b.state.id)
+                }
+                let taken = merged.prefix(quota)
+                changes += taken.map(\.state)
+                if let last = taken.last {
+                    cursor = SyncCursor(
+                        phase: .delta, seq: last.stamp, rank: last.state.kind.rawValue, afterID: last.state.id,
+                        issuedAt: cursor.issuedAt)
+                }
+                return merged.count > quota
+            }
+        }
+    }
+}
+
+extension UUID {
+    /// PostgreSQL's uuid order (bytewise), so merged pages agree with `ORDER BY id`.
+    func precedes(_ other: UUID) -> Bool {
+        withUnsafeBytes(of: uuid) { a in
+            withUnsafeBytes(of: other.uuid) { b in
+                a.lexicographicallyPrecedes(b)
+            }
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import Logging
+import Postgres
+
+/// Periodically removes tombstones older than the retention (measured on the server's clock by
+/// `changed_at`, never on the client's `deleted_at`), in small batches so no long lock is held.
+/// A cursor issued before the horizon is refused with E009, so no client can miss a purged delete.
+public final class TombstonePurger: Sendable {
+    private let pool: ConnectionPool
+    private let retentionSeconds: Int64
+    private let interval: Duration
+    private let logger: Logger
+    private let task: PeriodicTask
+    /// Rows deleted per statement.
+    static let batchSize: Int64 = 5000
+
+    public init(pool: ConnectionPool, retentionSeconds: Int64, interval: Duration, logger: Logger) {
+        self.pool = pool
+        self.retentionSeconds = retentionSeconds
+        self.interval = interval
+        self.logger = logger
+        self.task = PeriodicTask(name: "locify.tombstone-purge", interval: interval) {
+            TombstonePurger.purge(pool: pool, retentionSeconds: retentionSeconds, logger: logger)
+        }
+    }
+
+    public func start() { task.start() }
+    public func stop() { task.stop() }
+
+    /// Purges now; returns how many tombstones went.
+    @discardableResult
+    public func purgeNow() -> Int {
+        TombstonePurger.purge(pool: pool, retentionSeconds: retentionSeconds, logger: logger)
+    }
+
+    @discardableResult
+    private static func purge(pool: ConnectionPool, retentionSeconds: Int64, logger: Logger) -> Int {
+        var removed = 0
+        do {
+            // Locations first: a category tombstone's removal cascades to its locations' rows.
+            for table in ["locations", "categories"] {
+                while true {
+                    let count = try pool.withConnection { connection in
+                        try connection.query(
+                            """
+                            DELETE FROM \(unsafeSQL: table) WHERE (user_id, id) IN (
+                                SELECT user_id, id FROM \(unsafeSQL: table)
+                                WHERE deleted_at IS NOT NULL AND changed_at < now() - make_interval(secs => \(Double(retentionSeconds)))
+                                LIMIT \(batchSize))
+                            """
+                        ).affectedRowCount
+                    }
+                    removed += count
+                    if count < batchSize { break }
+                }
+            }
+            // Deletion records outlive every token issued before them (Firebase tokens last an hour).
+            _ = try pool.withConnection { connection in
+                try connection.query("DELETE FROM account_deletions WHERE deleted_at < now() - interval '7 days'")
+            }
+            if removed > 0 { logger.info("purged tombstones", metadata: ["count": "\(removed)"]) }
+        } catch {
+            logger.warning("tombstone purge failed; will retry", metadata: ["error": "\(error)"])
+        }
+        return removed
+    }
+}

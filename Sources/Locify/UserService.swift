@@ -1,0 +1,75 @@
+import JSON
+import Postgres
+
+/// The caller's own account (API.md section 8): profile, rename, and deletion that erases every
+/// row of the user in one transaction and queues the Google clean-up in that same transaction.
+public struct UserService: Sendable {
+    let pool: ConnectionPool
+    let now: @Sendable () -> Timestamp
+
+    private static let profileColumns = "u.id, u.email, u.name, u.created_at, u.updated_at"
+
+    public func profile(_ caller: Caller) throws -> UserProfile {
+        try pool.withConnection { connection in
+            try AccountGate.read(
+                connection, caller,
+                "SELECT u.tokens_valid_after, \(unsafeSQL: Self.profileColumns) FROM users u WHERE u.id = \(caller.userID)"
+            ) { rows in
+                guard let row = rows.first else { throw LocifyError.tokenRevoked }
+                return try UserService.profile(row, at: 1)
+            }
+        }
+    }
+
+    /// `PUT /v1/users/me`: only `name` is taken (1-255 characters after trimming); `id` and
+    /// `email` are ignored.
+    public func update(_ caller: Caller, body: JSONValue) throws -> UserProfile {
+        let name = try TextRules.name(FieldReader(body: body).requiredString("name"), field: "name")
+        return try pool.withTransaction { connection in
+            _ = try AccountGate.beginWrite(connection, caller)
+            let rows = try connection.query(
+                """
+                UPDATE users u SET name = \(name), updated_at = \(now()) WHERE u.id = \(caller.userID)
+                RETURNING \(unsafeSQL: Self.profileColumns)
+                """)
+            guard let row = rows.first else { throw LocifyError.tokenRevoked }
+            return try UserService.profile(row, at: 0)
+        }
+    }
+
+    /// `DELETE /v1/users/me`: erases categories, locations, tombstones and the profile, records
+    /// the deletion second (older tokens are refused from then on), and queues deletion of the
+    /// user's Storage folders and then of the Firebase Auth account, all in one transaction.
+    public func delete(_ caller: Caller) throws {
+        try pool.withTransaction { connection in
+            _ = try AccountGate.beginWrite(connection, caller)
+            let userID = caller.userID
+            var jobs: [CleanupJob] = []
+            if CleanupJob.isFolderSafe(userID: userID) {
+                jobs += [
+                    CleanupJob(kind: .storagePrefix, target: "locations/\(userID)/"),
+                    CleanupJob(kind: .storagePrefix, target: "categories/\(userID)/"),
+                ]
+            }
+            jobs.append(CleanupJob(kind: .authAccount, target: userID))
+            try CleanupJobStore.enqueue(connection, userID: userID, jobs)
+            // Every row goes, so the counters need no maintenance.
+            try connection.query("SELECT set_config('locify.skip_counters', 'on', true)")
+            try connection.query("DELETE FROM locations WHERE user_id = \(userID)")
+            try connection.query("DELETE FROM categories WHERE user_id = \(userID)")
+            try connection.query("DELETE FROM users WHERE id = \(userID)")
+            try connection.query(
+                """
+                INSERT INTO account_deletions (user_id, deleted_second, deleted_at)
+                VALUES (\(userID), floor(extract(epoch FROM now()))::bigint, now())
+                ON CONFLICT (user_id) DO UPDATE SET deleted_second = EXCLUDED.deleted_second, deleted_at = EXCLUDED.deleted_at
+                """)
+        }
+    }
+
+    private static func profile(_ row: PostgresRow, at start: Int) throws(PostgresError) -> UserProfile {
+        UserProfile(
+            id: try row.decode(start), email: try row.decode(start + 1), name: try row.decode(start + 2),
+            createdAt: try row.decode(start + 3), updatedAt: try row.decode(start + 4))
+    }
+}

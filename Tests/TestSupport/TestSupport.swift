@@ -1,2 +1,0 @@
-/// Placeholder: shared test helpers.
-enum TestSupportPlaceholder {}

@@ -1,2 +1,0 @@
-/// Placeholder: the hand-rolled HTTP/1.1 server lives here.
-enum HTTPServerPlaceholder {}

@@ -1,6 +1,6 @@
 /// Header fields as an ordered list of (name, value) pairs. Duplicates are kept in arrival order;
 /// lookups compare names case-insensitively (RFC 9110 5.1). Names keep the case they were given.
-public struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictionaryLiteral,
+public struct HTTPHeaders: Sendable, RandomAccessCollection, Equatable, ExpressibleByDictionaryLiteral,
     CustomStringConvertible
 {
     public typealias Element = (name: String, value: String)
@@ -22,11 +22,11 @@ public struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictionar
         fields = elements.map { (name: $0.0, value: $0.1) }
     }
 
-    /// The number of fields, duplicates included.
-    public var count: Int { fields.count }
+    public var startIndex: Int { fields.startIndex }
+    public var endIndex: Int { fields.endIndex }
 
-    /// True when there is no field.
-    public var isEmpty: Bool { fields.isEmpty }
+    /// The field at `position`, in arrival order.
+    public subscript(position: Int) -> Element { fields[position] }
 
     /// The value of the first field named `name` (case-insensitive), or nil.
     public subscript(name: String) -> String? {
@@ -84,10 +84,6 @@ public struct HTTPHeaders: Sendable, Sequence, Equatable, ExpressibleByDictionar
             }
         }
         return false
-    }
-
-    public func makeIterator() -> IndexingIterator<[Element]> {
-        fields.makeIterator()
     }
 
     public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {

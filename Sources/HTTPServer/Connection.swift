@@ -45,6 +45,8 @@ final class Connection: @unchecked Sendable {
     var unparsedStart = 0
     /// The socket may hold unread bytes (set by epoll events, cleared by a short read / EAGAIN).
     var mightBeReadable = false
+    /// epoll reported the peer's FIN/RST (or an error): keep reading until recv reports it.
+    var peerHungUp = false
     var lingering = false
     var deadline: Int64 = .max
     var deadlineKind: DeadlineKind = .none

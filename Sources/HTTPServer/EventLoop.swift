@@ -128,6 +128,11 @@ final class EventLoop: @unchecked Sendable {
                 if !events.isDisjoint(with: [.readable, .readHangUp, .hangUp, .error]) {
                     connection.mightBeReadable = true
                 }
+                if !events.isDisjoint(with: [.readHangUp, .hangUp, .error]) {
+                    // The end of the stream (or an error) is pending behind any data: read until
+                    // recv reports it, whatever the size of the reads.
+                    connection.peerHungUp = true
+                }
                 if !connection.withWorker {
                     drive(connection)
                 }
@@ -288,7 +293,8 @@ final class EventLoop: @unchecked Sendable {
                 reads += 1
                 let received = recv(connection.fd, readBuffer.baseAddress, readBuffer.count, 0)
                 if received > 0 {
-                    if received < readBuffer.count { connection.mightBeReadable = false }
+                    // Edge-triggered: a short read drained the socket; new bytes raise a new event.
+                    if received < readBuffer.count && !connection.peerHungUp { connection.mightBeReadable = false }
                     let input = UnsafeRawBufferPointer(rebasing: readBuffer[0..<received])
                     let used = connection.consume(input, context: context)
                     connection.keepUnparsed(input, from: used)
@@ -399,7 +405,7 @@ final class EventLoop: @unchecked Sendable {
             reads += 1
             let received = recv(connection.fd, readBuffer.baseAddress, readBuffer.count, 0)
             if received > 0 {
-                if received < readBuffer.count { connection.mightBeReadable = false }
+                if received < readBuffer.count && !connection.peerHungUp { connection.mightBeReadable = false }
                 continue
             }
             if received < 0 && errno == EINTR { continue }

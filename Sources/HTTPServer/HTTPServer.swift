@@ -1,2 +1,172 @@
-/// Placeholder: the hand-rolled HTTP/1.1 server lives here.
-enum HTTPServerPlaceholder {}
+import Dispatch
+import Foundation
+import Glibc
+import Logging
+import Synchronization
+
+/// The HTTP/1.1 server: an acceptor thread, `ioThreads` epoll loops and a pool of
+/// `workerThreads` handler threads around an `HTTPResponder`.
+///
+/// Call `start()` once, then `shutdown(gracePeriod:)` once done (from any thread, including a
+/// signal-handling Dispatch source); `waitUntilStopped()` blocks until the shutdown is over.
+public final class HTTPServer: Sendable {
+    private struct Runtime: Sendable {
+        let context: ServerContext
+        let acceptor: Acceptor
+        let loops: [EventLoop]
+        let pool: WorkerPool
+        let acceptorDone: DispatchGroup
+        let loopsDone: DispatchGroup
+    }
+
+    private enum Lifecycle: Sendable {
+        case idle
+        case running(Runtime)
+        case stopping
+        case stopped
+    }
+
+    private let configuration: HTTPServerConfiguration
+    private let responder: any HTTPResponder
+    private let logger: Logger
+    private let counters = ServerCounters()
+    private let lifecycle = Mutex(Lifecycle.idle)
+    private let boundPort = Atomic<Int>(0)
+    /// Entered by `start`, left when `shutdown` is over.
+    private let running = DispatchGroup()
+
+    /// A server for `responder`; nothing happens until `start()`.
+    public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder, logger: Logger) {
+        self.configuration = configuration
+        self.responder = responder
+        self.logger = logger
+    }
+
+    /// Binds, listens and starts the threads. Throws `HTTPServerError` (naming the failing system
+    /// call and its errno) when the address cannot be bound, or when called twice.
+    public func start() throws {
+        try validate(configuration)
+        guard lifecycle.withLock({ if case .idle = $0 { return true } else { return false } }) else {
+            throw HTTPServerError.alreadyStarted
+        }
+        let listenFD = try SocketIO.makeListener(
+            host: configuration.host, port: configuration.port, backlog: configuration.backlog)
+        let runtime: Runtime
+        do {
+            boundPort.store(try SocketIO.localPort(of: listenFD), ordering: .releasing)
+            let wakeFD = try Epoll.makeEventFD()
+            let context = ServerContext(
+                configuration: configuration, responder: responder, logger: logger, counters: counters,
+                acceptorWakeFD: wakeFD)
+            let pool = WorkerPool(context: context, threads: configuration.workerThreads)
+            var loops: [EventLoop] = []
+            for index in 0..<configuration.ioThreads {
+                loops.append(try EventLoop(index: index, context: context, pool: pool))
+            }
+            runtime = Runtime(
+                context: context, acceptor: Acceptor(listenFD: listenFD, context: context, loops: loops),
+                loops: loops, pool: pool, acceptorDone: DispatchGroup(), loopsDone: DispatchGroup())
+        } catch {
+            Glibc.close(listenFD)
+            throw error
+        }
+        let started = lifecycle.withLock { state -> Bool in
+            guard case .idle = state else { return false }
+            state = .running(runtime)
+            return true
+        }
+        guard started else {
+            Glibc.close(listenFD)
+            Glibc.close(runtime.context.acceptorWakeFD)
+            throw HTTPServerError.alreadyStarted
+        }
+        running.enter()
+        runtime.pool.start()
+        for (index, loop) in runtime.loops.enumerated() {
+            runtime.loopsDone.enter()
+            let done = runtime.loopsDone
+            DedicatedThread.start(name: "http-io-\(index)") {
+                loop.run()
+                done.leave()
+            }
+        }
+        runtime.acceptorDone.enter()
+        let acceptorDone = runtime.acceptorDone
+        let acceptor = runtime.acceptor
+        DedicatedThread.start(name: "http-acceptor") {
+            acceptor.run()
+            acceptorDone.leave()
+        }
+        logger.info(
+            "HTTP server listening",
+            metadata: ["host": "\(configuration.host)", "port": "\(localPort)"])
+    }
+
+    /// The port the server listens on (the actual one when configured with port 0); 0 before
+    /// `start()`.
+    public var localPort: Int { boundPort.load(ordering: .acquiring) }
+
+    /// Open client connections, for metrics.
+    public var openConnections: Int { counters.openConnections.load(ordering: .relaxed) }
+
+    /// Requests waiting for a free worker thread, for metrics.
+    public var workerQueueDepth: Int { max(0, counters.queuedRequests.load(ordering: .relaxed)) }
+
+    /// Stops gracefully: stops accepting (new connections are refused), closes idle keep-alive
+    /// connections, lets in-flight requests finish (their responses carry `Connection: close`),
+    /// and after `gracePeriod` closes whatever remains. Returns when done. A handler still running
+    /// past the grace period is not interrupted: its connection is shut down and its thread
+    /// closes it when the handler returns. Safe to call more than once and from any thread.
+    public func shutdown(gracePeriod: Duration) {
+        let runtime = lifecycle.withLock { state -> Runtime? in
+            switch state {
+            case .running(let runtime):
+                state = .stopping
+                return runtime
+            case .idle:
+                state = .stopped
+                return nil
+            case .stopping, .stopped:
+                return nil
+            }
+        }
+        guard let runtime else {
+            running.wait()
+            return
+        }
+        let context = runtime.context
+        context.isDraining.store(true, ordering: .releasing)
+        runtime.acceptor.stop()
+        runtime.acceptorDone.wait()
+        let deadline = context.now() + gracePeriod.nanosecondsClamped
+        for loop in runtime.loops {
+            loop.beginDrain(deadline: deadline)
+        }
+        runtime.loopsDone.wait()
+        runtime.pool.stop()
+        Glibc.close(context.acceptorWakeFD)
+        lifecycle.withLock { $0 = .stopped }
+        logger.info("HTTP server stopped")
+        running.leave()
+    }
+
+    /// Blocks until `shutdown` has finished (returns at once if the server never started).
+    public func waitUntilStopped() {
+        running.wait()
+    }
+
+    private func validate(_ configuration: HTTPServerConfiguration) throws(HTTPServerError) {
+        func require(_ condition: Bool, _ what: String) throws(HTTPServerError) {
+            if !condition { throw .invalidConfiguration(what) }
+        }
+        try require(configuration.ioThreads >= 1, "ioThreads must be at least 1")
+        try require(configuration.workerThreads >= 1, "workerThreads must be at least 1")
+        try require(configuration.maxConnections >= 1, "maxConnections must be at least 1")
+        try require(configuration.backlog >= 1, "backlog must be at least 1")
+        try require(configuration.maxRequestLineBytes >= 16, "maxRequestLineBytes must be at least 16")
+        try require(configuration.maxHeaderBytes >= 0, "maxHeaderBytes must not be negative")
+        try require(configuration.maxHeaderCount >= 0, "maxHeaderCount must not be negative")
+        try require(configuration.maxBodyBytes >= 0, "maxBodyBytes must not be negative")
+        try require(configuration.maxBufferedInputBytes >= 1024, "maxBufferedInputBytes must be at least 1024")
+    }
+}

@@ -1,0 +1,146 @@
+import Glibc
+
+/// One client connection: its socket, parser, pending output and the bookkeeping of its event
+/// loop.
+///
+/// Ownership protocol (why `@unchecked Sendable` is safe): a connection is owned by exactly one
+/// thread at a time. Its event loop's thread owns it from adoption on; when a request goes to the
+/// worker pool the loop sets `withWorker`, stops touching the "owner" fields below and hands the
+/// connection over through the pool's mutex-protected queue; the worker runs the handler, queues
+/// the response, may try a non-blocking write, and hands the connection back through the loop's
+/// mutex-protected inbox. Those two mutexes order every hand-over (happens-before). The fields
+/// marked "loop" are only ever touched on the loop's thread (epoll events for a connection held
+/// by a worker only set `mightBeReadable`). The socket is closed only by its owner: the loop, or
+/// after the loop has stopped, the worker or pool holding it.
+final class Connection: @unchecked Sendable {
+    /// Which timeout the connection's deadline stands for.
+    enum DeadlineKind {
+        case none
+        /// Waiting for the first byte of a request: close silently.
+        case idle
+        /// Receiving the request line and header fields: 408.
+        case head
+        /// Receiving the body: 408.
+        case body
+        /// A response is stuck in the socket: close.
+        case write
+        /// Draining unread input after the last response: close.
+        case linger
+    }
+
+    let fd: Int32
+    let info: ConnectionInfo
+
+    // Owner fields.
+    var parser: HTTPRequestParser
+    var output = OutputQueue()
+    /// Close once `output` is written (error response, `Connection: close`, HTTP/1.0, draining).
+    var closeAfterOutput = false
+
+    // Loop fields.
+    var withWorker = false
+    var readyRequest: (request: HTTPRequest, mode: HTTPExecutionMode)?
+    /// Input read but not parsed yet (pipelined requests), from `unparsedStart`.
+    var unparsed: [UInt8] = []
+    var unparsedStart = 0
+    /// The socket may hold unread bytes (set by epoll events, cleared by a short read / EAGAIN).
+    var mightBeReadable = false
+    /// epoll reported the peer's FIN/RST (or an error): keep reading until recv reports it.
+    var peerHungUp = false
+    var lingering = false
+    var deadline: Int64 = .max
+    var deadlineKind: DeadlineKind = .none
+    var requestsParsed = 0
+
+    init(fd: Int32, info: ConnectionInfo, limits: HTTPRequestParser.Limits) {
+        self.fd = fd
+        self.info = info
+        self.parser = HTTPRequestParser(limits: limits)
+    }
+
+    var hasUnparsedInput: Bool { unparsedStart < unparsed.count }
+
+    /// Feeds `input` to the parser until a request is complete, an error occurs or the input is
+    /// used up. Returns how many bytes were used. Loop thread only.
+    func consume(_ input: UnsafeRawBufferPointer, context: ServerContext) -> Int {
+        var offset = 0
+        while offset < input.count && readyRequest == nil && !closeAfterOutput {
+            switch parser.parse(UnsafeRawBufferPointer(rebasing: input[offset...])) {
+            case .needMore:
+                offset = input.count
+            case .continueNeeded(let used):
+                offset += used
+                // RFC 9110 10.1.1: a server may omit 100 Continue once body bytes have arrived.
+                if offset == input.count {
+                    output.append(HTTPResponseSerializer.continueResponse)
+                }
+            case .request(let request, let used):
+                offset += used
+                requestsParsed += 1
+                deadlineKind = .none
+                deadline = .max
+                readyRequest = (request, context.responder.executionMode(for: request))
+            case .error(let error):
+                context.logger.debug(
+                    "rejected a malformed request",
+                    metadata: ["connection": "\(info.id)", "status": "\(error.status.code)", "reason": "\(error.reason)"])
+                queueError(error, context: context)
+                offset = input.count
+            }
+        }
+        return offset
+    }
+
+    /// Feeds the buffered pipelined input. Loop thread only.
+    func consumeUnparsedInput(context: ServerContext) {
+        let pending = unparsed
+        unparsed = []
+        let used = pending.withUnsafeBytes { bytes in
+            consume(UnsafeRawBufferPointer(rebasing: bytes[unparsedStart...]), context: context)
+        }
+        unparsedStart += used
+        if unparsedStart >= pending.count || closeAfterOutput {
+            unparsedStart = 0
+        } else {
+            unparsed = pending
+        }
+    }
+
+    /// Keeps the bytes of `input` from `used` on for later parsing. Loop thread only.
+    func keepUnparsed(_ input: UnsafeRawBufferPointer, from used: Int) {
+        guard used < input.count, !closeAfterOutput else { return }
+        unparsed = Array(UnsafeRawBufferPointer(rebasing: input[used...]))
+        unparsedStart = 0
+    }
+
+    /// Serializes `response` to `request` into the output. Owner only.
+    func queueResponse(_ response: HTTPResponse, to request: HTTPRequest, context: ServerContext) {
+        let keepAlive =
+            !closeAfterOutput && request.wantsKeepAlive && !context.isDraining.load(ordering: .relaxed)
+            && !response.headers.containsToken("close", in: "Connection")
+        let directive: HTTPResponseSerializer.ConnectionDirective =
+            keepAlive ? (request.version == .http1_0 ? .keepAlive : .persistentDefault) : .close
+        if !keepAlive { closeAfterOutput = true }
+        for chunk in HTTPResponseSerializer.serialize(
+            response, isResponseToHead: request.method == .HEAD, connection: directive,
+            dateLine: context.dateCache.currentLine())
+        {
+            output.append(chunk)
+        }
+    }
+
+    /// Queues the application's rendering of a framing error, with `Connection: close`, and
+    /// drops any further input. Owner only.
+    func queueError(_ error: HTTPRequestError, context: ServerContext) {
+        let response = context.responder.response(for: error)
+        closeAfterOutput = true
+        readyRequest = nil
+        unparsed = []
+        unparsedStart = 0
+        for chunk in HTTPResponseSerializer.serialize(
+            response, isResponseToHead: false, connection: .close, dateLine: context.dateCache.currentLine())
+        {
+            output.append(chunk)
+        }
+    }
+}

@@ -1,0 +1,469 @@
+import Foundation
+import Glibc
+import Logging
+import Synchronization
+
+/// One I/O thread: an edge-triggered epoll loop over its share of the connections. It reads,
+/// parses, runs `.inline` handlers, sends requests to the worker pool, writes responses, and
+/// enforces the timeouts (checked every `timerResolution`).
+///
+/// Thread confinement (why `@unchecked Sendable` is safe): everything but `inbox` is touched only
+/// by the loop's own thread. Other threads talk to the loop only through `inbox` (a `Mutex`) and
+/// the eventfd that wakes it: the acceptor adopts connections, workers hand connections back,
+/// `shutdown` asks it to drain.
+final class EventLoop: @unchecked Sendable {
+    private enum Message {
+        case adopt(fd: Int32, remoteAddress: String)
+        case handBack(Connection)
+        case drain(deadline: Int64)
+    }
+
+    private struct Inbox {
+        var messages: [Message] = []
+        /// Set when the loop has stopped: nothing more is accepted.
+        var closed = false
+    }
+
+    private let index: Int
+    private let context: ServerContext
+    private let pool: WorkerPool
+    private let epoll: Epoll
+    private let wakeFD: Int32
+    private let inbox = Mutex(Inbox())
+
+    // Loop-thread state.
+    private var connections: [UInt64: Connection] = [:]
+    private let readBuffer: UnsafeMutableRawBufferPointer
+    private let eventBuffer: UnsafeMutableRawBufferPointer
+    private var now: Int64 = 0
+    private var nextSweep: Int64 = 0
+    private var draining = false
+    private var drainDeadline: Int64 = .max
+    /// Connections that used their read budget and continue after the current batch of events.
+    private var deferred: [Connection] = []
+
+    /// Reads per connection before other connections get a turn.
+    private static let readBudget = 8
+    /// Pipelined responses are gathered until this many bytes wait, then written.
+    private static let outputHighWater = 64 * 1024
+    private static let wakeToken: UInt64 = 0
+    private static let connectionEvents: Epoll.Events = [.readable, .writable, .readHangUp, .edgeTriggered]
+
+    init(index: Int, context: ServerContext, pool: WorkerPool) throws(HTTPServerError) {
+        self.index = index
+        self.context = context
+        self.pool = pool
+        let epoll = try Epoll()
+        let wakeFD = try Epoll.makeEventFD()
+        do {
+            try epoll.add(wakeFD, events: [.readable], token: Self.wakeToken)
+        } catch {
+            Glibc.close(wakeFD)
+            throw error
+        }
+        self.epoll = epoll
+        self.wakeFD = wakeFD
+        readBuffer = .allocate(byteCount: max(1024, context.configuration.maxBufferedInputBytes), alignment: 16)
+        eventBuffer = .allocate(byteCount: 256 * Epoll.eventSize, alignment: 16)
+    }
+
+    deinit {
+        readBuffer.deallocate()
+        eventBuffer.deallocate()
+        Glibc.close(wakeFD)
+    }
+
+    // MARK: - Messages from other threads
+
+    /// Takes ownership of an accepted socket. False when the loop has stopped (the caller closes).
+    func adopt(fd: Int32, remoteAddress: String) -> Bool {
+        post(.adopt(fd: fd, remoteAddress: remoteAddress))
+    }
+
+    /// Returns a connection from a worker. False when the loop has stopped (the caller closes).
+    func handBack(_ connection: Connection) -> Bool {
+        post(.handBack(connection))
+    }
+
+    /// Starts the graceful drain: idle connections close now, the others after their response;
+    /// whatever remains at `deadline` is closed by force, then the loop ends.
+    func beginDrain(deadline: Int64) {
+        _ = post(.drain(deadline: deadline))
+    }
+
+    private func post(_ message: Message) -> Bool {
+        let (accepted, wake) = inbox.withLock { inbox -> (Bool, Bool) in
+            guard !inbox.closed else { return (false, false) }
+            inbox.messages.append(message)
+            return (true, inbox.messages.count == 1)
+        }
+        if wake { SocketIO.signal(eventFD: wakeFD) }
+        return accepted
+    }
+
+    // MARK: - The loop
+
+    /// The thread body; returns when the drain is over (or epoll fails).
+    func run() {
+        now = context.now()
+        nextSweep = now + context.timerResolution
+        let timeoutMilliseconds = Int32(clamping: max(1, context.timerResolution / 1_000_000))
+        while true {
+            let count: Int
+            do {
+                count = try epoll.wait(into: eventBuffer, timeoutMilliseconds: deferred.isEmpty ? timeoutMilliseconds : 0)
+            } catch {
+                context.logger.warning("event loop stopped: \(error)", metadata: ["loop": "\(index)"])
+                break
+            }
+            now = context.now()
+            for eventIndex in 0..<count {
+                let (events, token) = Epoll.event(at: eventIndex, in: eventBuffer)
+                if token == Self.wakeToken {
+                    SocketIO.drain(eventFD: wakeFD)
+                    processInbox()
+                    continue
+                }
+                guard let connection = connections[token] else { continue }
+                if !events.isDisjoint(with: [.readable, .readHangUp, .hangUp, .error]) {
+                    connection.mightBeReadable = true
+                }
+                if !events.isDisjoint(with: [.readHangUp, .hangUp, .error]) {
+                    // The end of the stream (or an error) is pending behind any data: read until
+                    // recv reports it, whatever the size of the reads.
+                    connection.peerHungUp = true
+                }
+                if !connection.withWorker {
+                    drive(connection)
+                }
+            }
+            if !deferred.isEmpty {
+                let pending = deferred
+                deferred = []
+                for connection in pending where connections[connection.info.id] === connection && !connection.withWorker {
+                    drive(connection)
+                }
+            }
+            if now >= nextSweep {
+                sweep()
+                nextSweep = now + context.timerResolution
+            }
+            if draining {
+                if connections.isEmpty { break }
+                if now >= drainDeadline {
+                    forceCloseAll()
+                    break
+                }
+            }
+        }
+        stop()
+    }
+
+    private func processInbox() {
+        let messages = inbox.withLock { inbox -> [Message] in
+            let messages = inbox.messages
+            inbox.messages = []
+            return messages
+        }
+        for message in messages {
+            switch message {
+            case .adopt(let fd, let remoteAddress):
+                register(fd: fd, remoteAddress: remoteAddress)
+            case .handBack(let connection):
+                connection.withWorker = false
+                if connections[connection.info.id] === connection {
+                    drive(connection)
+                } else {
+                    Glibc.close(connection.fd)
+                    context.connectionClosed()
+                }
+            case .drain(let deadline):
+                draining = true
+                drainDeadline = deadline
+                for connection in Array(connections.values) where isIdle(connection) {
+                    close(connection)
+                }
+            }
+        }
+    }
+
+    private func register(fd: Int32, remoteAddress: String) {
+        let id = context.counters.nextConnectionID.add(1, ordering: .relaxed).oldValue
+        let connection = Connection(
+            fd: fd, info: ConnectionInfo(id: id, remoteAddress: remoteAddress), limits: context.limits)
+        do {
+            try epoll.add(fd, events: Self.connectionEvents, token: id)
+        } catch {
+            context.logger.warning("cannot watch a new connection: \(error)")
+            Glibc.close(fd)
+            context.connectionClosed()
+            return
+        }
+        connections[id] = connection
+        // A new connection may stay silent for the header timeout, then it is closed quietly.
+        connection.deadlineKind = .idle
+        connection.deadline = now + context.headerReadTimeout
+        if draining { close(connection) }
+    }
+
+    /// Stops: refuses further messages, closes what the inbox still holds.
+    private func stop() {
+        let leftovers = inbox.withLock { inbox -> [Message] in
+            inbox.closed = true
+            let messages = inbox.messages
+            inbox.messages = []
+            return messages
+        }
+        for message in leftovers {
+            switch message {
+            case .adopt(let fd, _):
+                Glibc.close(fd)
+                context.connectionClosed()
+            case .handBack(let connection):
+                Glibc.close(connection.fd)
+                context.connectionClosed()
+            case .drain:
+                break
+            }
+        }
+        for connection in Array(connections.values) where !connection.withWorker {
+            close(connection)
+        }
+    }
+
+    // MARK: - Driving a connection
+
+    /// Moves a connection forward as far as it can go without blocking: answers a parsed
+    /// request (inline) or hands it to a worker, parses buffered input, writes output, reads.
+    private func drive(_ connection: Connection) {
+        var reads = 0
+        while true {
+            if connection.withWorker { return }
+            if connection.lingering {
+                lingerRead(connection)
+                return
+            }
+            // 1. A parsed request waits for its handler; one request at a time, in order.
+            if let ready = connection.readyRequest {
+                if ready.mode == .inline {
+                    connection.readyRequest = nil
+                    let response = context.responder.respond(to: ready.request, connection: connection.info)
+                    connection.queueResponse(response, to: ready.request, context: context)
+                    continue
+                }
+                // Earlier (inline) responses go out before the connection leaves for a worker.
+                if !connection.output.isEmpty {
+                    guard flush(connection) else { return }
+                }
+                connection.readyRequest = nil
+                connection.withWorker = true
+                connection.deadlineKind = .none
+                connection.deadline = .max
+                pool.submit(WorkerPool.Job(connection: connection, request: ready.request, loop: self))
+                return
+            }
+            // 2. Buffered pipelined input, parsed only once earlier responses are queued, and
+            //    only while little output waits (backpressure).
+            if !connection.closeAfterOutput && connection.hasUnparsedInput
+                && connection.output.count < Self.outputHighWater
+            {
+                connection.consumeUnparsedInput(context: context)
+                continue
+            }
+            // 3. Output.
+            if !connection.output.isEmpty {
+                guard flush(connection) else { return }
+                continue
+            }
+            // 4. Nothing to write.
+            if connection.closeAfterOutput {
+                startLingeringClose(connection)
+                return
+            }
+            if draining && isIdle(connection) {
+                close(connection)
+                return
+            }
+            // 5. Read more.
+            if connection.mightBeReadable {
+                if reads == Self.readBudget {
+                    deferred.append(connection)
+                    return
+                }
+                reads += 1
+                let received = recv(connection.fd, readBuffer.baseAddress, readBuffer.count, 0)
+                if received > 0 {
+                    // Edge-triggered: a short read drained the socket; new bytes raise a new event.
+                    if received < readBuffer.count && !connection.peerHungUp { connection.mightBeReadable = false }
+                    let input = UnsafeRawBufferPointer(rebasing: readBuffer[0..<received])
+                    let used = connection.consume(input, context: context)
+                    connection.keepUnparsed(input, from: used)
+                    if connection.parser.phase == .body && connection.readyRequest == nil {
+                        // Body inactivity is measured from the last bytes received.
+                        connection.deadlineKind = .body
+                        connection.deadline = now + context.bodyReadTimeout
+                    }
+                    continue
+                }
+                if received == 0 {
+                    // The peer closed: whatever was half received cannot be answered.
+                    close(connection)
+                    return
+                }
+                let code = errno
+                if code == EINTR { continue }
+                if code == EAGAIN || code == EWOULDBLOCK {
+                    connection.mightBeReadable = false
+                    continue
+                }
+                context.logger.debug(
+                    "connection read failed", metadata: ["connection": "\(connection.info.id)", "errno": "\(code)"])
+                close(connection)
+                return
+            }
+            armReadDeadline(connection)
+            return
+        }
+    }
+
+    /// Writes pending output. True when all of it went out; false when the socket is full (an
+    /// edge-triggered EPOLLOUT resumes) or the connection was closed on a write error.
+    private func flush(_ connection: Connection) -> Bool {
+        switch connection.output.write(to: connection.fd) {
+        case .drained:
+            if connection.deadlineKind == .write {
+                connection.deadlineKind = .none
+                connection.deadline = .max
+            }
+            return true
+        case .blocked(let progressed):
+            if progressed || connection.deadlineKind != .write {
+                connection.deadlineKind = .write
+                connection.deadline = now + context.writeTimeout
+            }
+            return false
+        case .failed(let code):
+            context.logger.debug(
+                "connection write failed", metadata: ["connection": "\(connection.info.id)", "errno": "\(code)"])
+            close(connection)
+            return false
+        }
+    }
+
+    /// Sets the deadline for the phase the connection waits in.
+    private func armReadDeadline(_ connection: Connection) {
+        switch connection.parser.phase {
+        case .idle:
+            if connection.deadlineKind != .idle {
+                connection.deadlineKind = .idle
+                connection.deadline = now + context.keepAliveIdleTimeout
+            }
+        case .head:
+            // Measured from the first byte of the request: set once.
+            if connection.deadlineKind != .head {
+                connection.deadlineKind = .head
+                connection.deadline = now + context.headerReadTimeout
+            }
+        case .body:
+            if connection.deadlineKind != .body {
+                connection.deadlineKind = .body
+                connection.deadline = now + context.bodyReadTimeout
+            }
+        }
+    }
+
+    private func isIdle(_ connection: Connection) -> Bool {
+        !connection.withWorker && connection.readyRequest == nil && connection.output.isEmpty
+            && !connection.hasUnparsedInput && connection.parser.phase == .idle && !connection.lingering
+    }
+
+    // MARK: - Closing
+
+    /// After the last response: stop sending (FIN) but keep reading and discarding what the client
+    /// still sends, so closing with unread input does not reset the connection and destroy the
+    /// response before the client read it.
+    private func startLingeringClose(_ connection: Connection) {
+        guard context.lingeringCloseTimeout > 0 else {
+            close(connection)
+            return
+        }
+        Glibc.shutdown(connection.fd, Int32(SHUT_WR))
+        connection.lingering = true
+        connection.deadlineKind = .linger
+        connection.deadline = now + context.lingeringCloseTimeout
+        connection.mightBeReadable = true
+        lingerRead(connection)
+    }
+
+    private func lingerRead(_ connection: Connection) {
+        var reads = 0
+        while connection.mightBeReadable {
+            if reads == Self.readBudget {
+                deferred.append(connection)
+                return
+            }
+            reads += 1
+            let received = recv(connection.fd, readBuffer.baseAddress, readBuffer.count, 0)
+            if received > 0 {
+                if received < readBuffer.count && !connection.peerHungUp { connection.mightBeReadable = false }
+                continue
+            }
+            if received < 0 && errno == EINTR { continue }
+            if received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                connection.mightBeReadable = false
+                return
+            }
+            close(connection)
+            return
+        }
+    }
+
+    private func close(_ connection: Connection) {
+        guard connections.removeValue(forKey: connection.info.id) != nil else { return }
+        // Closing the descriptor also removes it from the epoll set.
+        Glibc.close(connection.fd)
+        context.connectionClosed()
+    }
+
+    /// At the end of the grace period: close what the loop owns; connections held by a worker
+    /// are shut down (the client sees the end now) and closed by that worker when it returns.
+    private func forceCloseAll() {
+        for connection in Array(connections.values) {
+            if connection.withWorker {
+                Glibc.shutdown(connection.fd, Int32(SHUT_RDWR))
+                connections.removeValue(forKey: connection.info.id)
+            } else {
+                close(connection)
+            }
+        }
+    }
+
+    // MARK: - Timeouts
+
+    private func sweep() {
+        var expired: [Connection] = []
+        for connection in connections.values where !connection.withWorker && connection.deadline <= now {
+            expired.append(connection)
+        }
+        for connection in expired {
+            switch connection.deadlineKind {
+            case .none:
+                break
+            case .idle, .write, .linger:
+                close(connection)
+            case .head, .body:
+                guard connection.output.isEmpty, !connection.closeAfterOutput else {
+                    close(connection)
+                    continue
+                }
+                let reason = connection.deadlineKind == .head ? "header section not received in time" : "body stalled"
+                context.logger.debug(
+                    "request timed out", metadata: ["connection": "\(connection.info.id)", "reason": "\(reason)"])
+                connection.deadlineKind = .none
+                connection.deadline = .max
+                connection.queueError(HTTPRequestError(status: .requestTimeout, reason: reason), context: context)
+                drive(connection)
+            }
+        }
+    }
+}

@@ -1,0 +1,36 @@
+/// Where a request's handler runs.
+public enum HTTPExecutionMode: Sendable {
+    /// On the I/O thread that parsed the request: only for cheap work that never blocks.
+    case inline
+    /// On the bounded worker pool: anything that may block (database, network).
+    case worker
+}
+
+/// The application: the server calls it for every complete request.
+public protocol HTTPResponder: Sendable {
+    /// Cheap, non-blocking routes (e.g. GET /health) may answer on the I/O thread (`.inline`);
+    /// everything else (database work) runs on the bounded worker pool. Default: `.worker`.
+    func executionMode(for request: HTTPRequest) -> HTTPExecutionMode
+
+    /// Produces the response. Called on a worker thread (or inline). May block (database).
+    func respond(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPResponse
+
+    /// Renders a framing/limit error the server detected itself (400, 408, 413, 414, 431, 501,
+    /// 505). Default: plain-text body with the status. The app overrides it to render its JSON
+    /// error body (e.g. 413 as its E010). The server always adds `Connection: close` to these.
+    func response(for error: HTTPRequestError) -> HTTPResponse
+}
+
+extension HTTPResponder {
+    /// Runs every request on the worker pool.
+    public func executionMode(for request: HTTPRequest) -> HTTPExecutionMode { .worker }
+
+    /// A plain-text body naming the status, e.g. `400 Bad Request`.
+    public func response(for error: HTTPRequestError) -> HTTPResponse {
+        HTTPResponse(
+            status: error.status,
+            headers: ["Content-Type": "text/plain; charset=utf-8"],
+            body: Array("\(error.status.code) \(error.status.reasonPhrase)\n".utf8)
+        )
+    }
+}

@@ -1,0 +1,67 @@
+import Glibc
+
+/// Everything the server can be tuned with: address, limits, timeouts, threads.
+public struct HTTPServerConfiguration: Sendable {
+    /// The address to listen on (numeric IPv4/IPv6 or a host name). Default `127.0.0.1`.
+    public var host: String
+    /// The TCP port. Default `8080`; `0` picks an ephemeral port (see `HTTPServer.localPort`).
+    public var port: Int
+    /// The listen backlog, in connections. Default `1024`.
+    public var backlog: Int = 1024
+
+    /// Longest request line accepted, in bytes, CRLF excluded. Longer: 414. Default `8192`.
+    public var maxRequestLineBytes: Int = 8192
+    /// Largest header section, in bytes: the field lines without their CRLFs, request line
+    /// excluded; trailers count against the same budget. Larger: 431. Default `16384`.
+    public var maxHeaderBytes: Int = 16384
+    /// Most header fields per request (trailers included). More: 431. Default `100`.
+    public var maxHeaderCount: Int = 100
+    /// Largest request body, in bytes, inclusive; checked against `Content-Length` before reading
+    /// and against the running total of chunks. Larger: 413. Default `2_097_152` (2 MiB).
+    public var maxBodyBytes: Int = 2_097_152
+    /// Most chunk-extension bytes per request (they are ignored, but bounded). Default `4096`.
+    public var maxChunkExtensionBytes: Int = 4096
+    /// Most empty lines ignored before a request line (RFC 9112 2.2). Default `8`.
+    public var maxLeadingEmptyLines: Int = 8
+
+    /// Time allowed to receive a request's header section, from its first byte: then 408 and
+    /// close. Also how long a new connection may stay silent. Default 10 s.
+    public var headerReadTimeout: Duration = .seconds(10)
+    /// Longest pause while receiving a body: then 408 and close. Default 30 s.
+    public var bodyReadTimeout: Duration = .seconds(30)
+    /// How long an idle keep-alive connection is kept before it is closed silently. Default 60 s.
+    public var keepAliveIdleTimeout: Duration = .seconds(60)
+    /// Longest time a pending response may make no progress before the connection is closed.
+    /// Default 30 s.
+    public var writeTimeout: Duration = .seconds(30)
+    /// After a response that closes the connection, how long unread input is drained so the
+    /// client receives the response instead of a reset (lingering close). Default 2 s.
+    public var lingeringCloseTimeout: Duration = .seconds(2)
+    /// How often the I/O threads check deadlines. Default 250 ms.
+    public var timerResolution: Duration = .milliseconds(250)
+    /// The clock timeouts are measured with. Default: `CLOCK_MONOTONIC`.
+    public var clock: HTTPServerClock = .monotonic
+
+    /// Most open client connections. At the limit the server stops accepting and new clients
+    /// wait in the listen backlog. Default `10_000`.
+    public var maxConnections: Int = 10_000
+    /// Number of epoll I/O threads. Default: the number of online cores.
+    public var ioThreads: Int = HTTPServerConfiguration.onlineCoreCount
+    /// Number of worker threads running `.worker` handlers. Default `4`.
+    public var workerThreads: Int = 4
+    /// Bytes read from a socket at once, which also bounds the unparsed input (pipelined requests)
+    /// buffered per connection beyond the request being handled: the socket is not read again
+    /// until that request has been answered. Default `65_536`.
+    public var maxBufferedInputBytes: Int = 65_536
+
+    /// A configuration with every default, listening on `host:port`.
+    public init(host: String = "127.0.0.1", port: Int = 8080) {
+        self.host = host
+        self.port = port
+    }
+
+    /// The number of online cores (at least 1).
+    public static var onlineCoreCount: Int {
+        max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    }
+}

@@ -1,0 +1,31 @@
+import Glibc
+
+/// Why the server could not start (or an I/O thread failed). Carries the errno of the failing
+/// system call, captured where it failed.
+public enum HTTPServerError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A system call failed: its name and errno.
+    case systemCall(String, errno: Int32)
+    /// The listen address could not be resolved: the host and getaddrinfo's message.
+    case addressResolution(host: String, message: String)
+    /// `start()` was called twice, or after `shutdown`.
+    case alreadyStarted
+    /// epoll/eventfd could not be found in the C library.
+    case epollUnavailable
+    /// A configuration value is out of range: which one.
+    case invalidConfiguration(String)
+
+    public var description: String {
+        switch self {
+        case .systemCall(let name, let code):
+            return "\(name) failed: \(String(cString: strerror(code))) (errno \(code))"
+        case .addressResolution(let host, let message):
+            return "cannot resolve listen address \(host): \(message)"
+        case .alreadyStarted:
+            return "the server was already started"
+        case .epollUnavailable:
+            return "epoll is not available in this C library"
+        case .invalidConfiguration(let what):
+            return "invalid configuration: \(what)"
+        }
+    }
+}

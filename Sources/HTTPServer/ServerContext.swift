@@ -1,0 +1,64 @@
+import Logging
+import Synchronization
+
+/// What every thread of a running server shares: the application, the configuration (with its
+/// durations converted to nanoseconds once), the date cache and the counters.
+final class ServerContext: Sendable {
+    let configuration: HTTPServerConfiguration
+    let limits: HTTPRequestParser.Limits
+    let responder: any HTTPResponder
+    let logger: Logger
+    let counters: ServerCounters
+    let dateCache = HTTPDateCache()
+    /// The eventfd the acceptor sleeps on while the connection limit is reached.
+    let acceptorWakeFD: Int32
+
+    /// Set once `shutdown` begins: responses then carry `Connection: close`.
+    let isDraining = Atomic<Bool>(false)
+
+    let headerReadTimeout: Int64
+    let bodyReadTimeout: Int64
+    let keepAliveIdleTimeout: Int64
+    let writeTimeout: Int64
+    let lingeringCloseTimeout: Int64
+    let timerResolution: Int64
+
+    init(
+        configuration: HTTPServerConfiguration, responder: any HTTPResponder, logger: Logger,
+        counters: ServerCounters, acceptorWakeFD: Int32
+    ) {
+        self.configuration = configuration
+        self.limits = HTTPRequestParser.Limits(configuration: configuration)
+        self.responder = responder
+        self.logger = logger
+        self.counters = counters
+        self.acceptorWakeFD = acceptorWakeFD
+        headerReadTimeout = configuration.headerReadTimeout.nanosecondsClamped
+        bodyReadTimeout = configuration.bodyReadTimeout.nanosecondsClamped
+        keepAliveIdleTimeout = configuration.keepAliveIdleTimeout.nanosecondsClamped
+        writeTimeout = configuration.writeTimeout.nanosecondsClamped
+        lingeringCloseTimeout = configuration.lingeringCloseTimeout.nanosecondsClamped
+        timerResolution = max(1_000_000, configuration.timerResolution.nanosecondsClamped)
+    }
+
+    /// The current time of the configured clock, in nanoseconds.
+    func now() -> Int64 { configuration.clock.nowNanoseconds() }
+
+    /// Accounts for a closed connection; wakes the acceptor if it was waiting at the limit.
+    func connectionClosed() {
+        let (previous, _) = counters.openConnections.subtract(1, ordering: .acquiringAndReleasing)
+        if previous >= configuration.maxConnections {
+            SocketIO.signal(eventFD: acceptorWakeFD)
+        }
+    }
+}
+
+/// Counters read by the metrics getters of `HTTPServer`.
+final class ServerCounters: Sendable {
+    /// Open client connections (accepted and not yet closed).
+    let openConnections = Atomic<Int>(0)
+    /// Requests waiting for a worker thread.
+    let queuedRequests = Atomic<Int>(0)
+    /// The source of `ConnectionInfo.id`.
+    let nextConnectionID = Atomic<UInt64>(1)
+}

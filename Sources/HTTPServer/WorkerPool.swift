@@ -1,0 +1,120 @@
+import Dispatch
+import Foundation
+import Glibc
+import Synchronization
+
+/// The bounded pool of dedicated threads that run `.worker` handlers, pulling from one FIFO queue
+/// (a mutex-protected queue plus a semaphore counting queued jobs). Never Dispatch's global pool.
+final class WorkerPool: Sendable {
+    /// A request to answer and the connection (now owned by the job) it came from.
+    struct Job: Sendable {
+        let connection: Connection
+        let request: HTTPRequest
+        let loop: EventLoop
+    }
+
+    private struct Queue {
+        var jobs: [Job] = []
+        var head = 0
+        var stopped = false
+
+        mutating func pop() -> Job? {
+            guard head < jobs.count else { return nil }
+            let job = jobs[head]
+            head += 1
+            if head == jobs.count {
+                jobs.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= 1024 && head * 2 >= jobs.count {
+                jobs.removeFirst(head)
+                head = 0
+            }
+            return job
+        }
+    }
+
+    private let queue = Mutex(Queue())
+    private let available = DispatchSemaphore(value: 0)
+    private let context: ServerContext
+    private let threadCount: Int
+
+    init(context: ServerContext, threads: Int) {
+        self.context = context
+        self.threadCount = threads
+    }
+
+    /// Starts the worker threads.
+    func start() {
+        for index in 0..<threadCount {
+            DedicatedThread.start(name: "http-worker-\(index)") { [self] in self.runWorker() }
+        }
+    }
+
+    /// Queues a job; a free worker picks it up in arrival order.
+    func submit(_ job: Job) {
+        let accepted = queue.withLock { queue -> Bool in
+            guard !queue.stopped else { return false }
+            queue.jobs.append(job)
+            return true
+        }
+        guard accepted else {
+            abandon(job)
+            return
+        }
+        context.counters.queuedRequests.add(1, ordering: .relaxed)
+        available.signal()
+    }
+
+    /// Stops the workers once their current handler returns; queued jobs are dropped and their
+    /// connections closed.
+    func stop() {
+        let dropped = queue.withLock { queue -> [Job] in
+            queue.stopped = true
+            var dropped: [Job] = []
+            while let job = queue.pop() { dropped.append(job) }
+            return dropped
+        }
+        for job in dropped {
+            context.counters.queuedRequests.subtract(1, ordering: .relaxed)
+            abandon(job)
+        }
+        for _ in 0..<threadCount { available.signal() }
+    }
+
+    private func runWorker() {
+        while true {
+            available.wait()
+            let next = queue.withLock { queue -> (job: Job?, stopped: Bool) in
+                (queue.stopped ? nil : queue.pop(), queue.stopped)
+            }
+            guard let job = next.job else {
+                if next.stopped { return }
+                continue
+            }
+            context.counters.queuedRequests.subtract(1, ordering: .relaxed)
+            run(job)
+        }
+    }
+
+    private func run(_ job: Job) {
+        let connection = job.connection
+        let response = context.responder.respond(to: job.request, connection: connection.info)
+        connection.queueResponse(response, to: job.request, context: context)
+        // Try the write here, saving the loop a wake-up; the loop finishes partial writes and
+        // closes on failure.
+        _ = connection.output.write(to: connection.fd)
+        if !job.loop.handBack(connection) {
+            closeOrphan(connection)
+        }
+    }
+
+    /// Closes a connection whose loop is gone (or whose job was dropped).
+    private func abandon(_ job: Job) {
+        closeOrphan(job.connection)
+    }
+
+    private func closeOrphan(_ connection: Connection) {
+        Glibc.close(connection.fd)
+        context.connectionClosed()
+    }
+}

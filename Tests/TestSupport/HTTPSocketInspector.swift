@@ -1,0 +1,47 @@
+import Foundation
+
+/// Looks at this process's sockets through /proc, to check a server does not leak descriptors.
+public enum HTTPSocketInspector {
+    /// The number of this process's descriptors that are TCP sockets whose local port is `port`:
+    /// the listening socket plus every accepted connection not yet closed. Client sockets of the
+    /// same process (local port ephemeral) and other tests' sockets are not counted, so the number
+    /// is meaningful while other tests run.
+    public static func serverSideSocketCount(port: Int) -> Int {
+        let inodes = socketInodes(localPort: port)
+        let fdDirectory = "/proc/self/fd"
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: fdDirectory) else { return -1 }
+        var count = 0
+        for entry in entries {
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(fdDirectory)/\(entry)"),
+                target.hasPrefix("socket:["), target.hasSuffix("]")
+            else { continue }
+            if inodes.contains(String(target.dropFirst(8).dropLast())) { count += 1 }
+        }
+        return count
+    }
+
+    /// The inodes of TCP sockets (IPv4 and IPv6) bound to local `port`, from /proc/net/tcp*.
+    private static func socketInodes(localPort: Int) -> Set<String> {
+        var inodes = Set<String>()
+        let portSuffix = ":" + String(format: "%04X", localPort)
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            for line in text.split(separator: "\n").dropFirst() {
+                let columns = line.split(separator: " ", omittingEmptySubsequences: true)
+                guard columns.count > 9, columns[1].hasSuffix(portSuffix), columns[9] != "0" else { continue }
+                inodes.insert(String(columns[9]))
+            }
+        }
+        return inodes
+    }
+
+    /// Polls `condition` every 20 ms until it holds or `timeout` passes; returns its last value.
+    public static func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition() { return true }
+            usleep(20_000)
+        }
+        return condition()
+    }
+}

@@ -1,0 +1,159 @@
+import FirebaseAdmin
+import HTTPServer
+import JSON
+import Locify
+import Postgres
+
+/// An error as the API reports it: code, status, message, optional field details and, for a
+/// conflict, the server's record (API.md section 3). This file is the one place that maps the
+/// errors of every layer to HTTP statuses and error codes.
+public struct APIError: Error, Sendable {
+    public var code: String
+    public var status: HTTPStatus
+    public var message: String
+    public var details: [FieldIssue]
+    /// Beside `error` in a 409 body: the server's current record or tombstone.
+    public var data: RecordState?
+    /// Extra response headers (`Allow`, `Retry-After`, `WWW-Authenticate`).
+    public var headers: HTTPHeaders
+
+    public init(
+        code: String, status: HTTPStatus, message: String, details: [FieldIssue] = [], data: RecordState? = nil,
+        headers: HTTPHeaders = [:]
+    ) {
+        self.code = code
+        self.status = status
+        self.message = message
+        self.details = details
+        self.data = data
+        self.headers = headers
+    }
+
+    // MARK: The error table of API.md section 3
+
+    static func invalidInput(_ field: String, _ message: String) -> APIError {
+        fieldError("E001", .badRequest, FieldIssue(field: field, message: message))
+    }
+
+    static func invalidUUID(_ field: String) -> APIError {
+        fieldError("E002", .badRequest, FieldIssue(field: field, message: "must be a UUID"))
+    }
+
+    /// E005 with the challenge of RFC 6750: bare `Bearer` when no credentials came,
+    /// `error="invalid_token"` when they were refused. The message is the same for every reason.
+    static func unauthenticated(credentialsSent: Bool) -> APIError {
+        APIError(
+            code: "E005", status: .unauthorized, message: "missing or invalid Firebase ID token",
+            headers: ["WWW-Authenticate": credentialsSent ? "Bearer error=\"invalid_token\"" : "Bearer"])
+    }
+
+    static let routeNotFound = APIError(code: "E007", status: .notFound, message: "no such route")
+
+    static func methodNotAllowed(_ allowed: [HTTPMethod]) -> APIError {
+        APIError(
+            code: "E011", status: .methodNotAllowed, message: "method not allowed on this path",
+            headers: ["Allow": allowed.map(\.rawValue).joined(separator: ", ")])
+    }
+
+    static let bodyTooLarge = APIError(code: "E010", status: .contentTooLarge, message: "request body too large")
+
+    static let unsupportedMediaType = APIError(
+        code: "E012", status: .unsupportedMediaType, message: "request body must be application/json")
+
+    static func rateLimited(retryAfterSeconds: Int) -> APIError {
+        APIError(
+            code: "S001", status: .tooManyRequests, message: "rate limit exceeded",
+            headers: ["Retry-After": String(retryAfterSeconds)])
+    }
+
+    static let internalError = APIError(code: "S002", status: .internalServerError, message: "unexpected server error")
+
+    static func unavailable(_ message: String = "temporarily unavailable, retry later") -> APIError {
+        APIError(code: "S003", status: .serviceUnavailable, message: message, headers: ["Retry-After": "1"])
+    }
+
+    private static func fieldError(_ code: String, _ status: HTTPStatus, _ issue: FieldIssue) -> APIError {
+        APIError(code: code, status: status, message: "\(issue.field) \(issue.message)", details: [issue])
+    }
+}
+
+extension APIError {
+    /// The API rendering of a domain error.
+    init(_ error: LocifyError) {
+        switch error {
+        case .invalidInput(let issue): self = .fieldError("E001", .badRequest, issue)
+        case .invalidUUID(let issue): self = .fieldError("E002", .badRequest, issue)
+        case .invalidCoordinates(let issue): self = .fieldError("E003", .badRequest, issue)
+        case .missingField(let field):
+            self = .fieldError("E004", .badRequest, FieldIssue(field: field, message: "is required"))
+        case .tokenRevoked: self = .unauthenticated(credentialsSent: true)
+        case .forbidden(let issue): self = .fieldError("E006", .forbidden, issue)
+        case .notFound(let what): self = APIError(code: "E007", status: .notFound, message: "\(what) not found")
+        case .conflict(let state):
+            self = APIError(
+                code: "E008", status: .conflict, message: "the server has a newer version of this record", data: state)
+        case .cursorExpired:
+            self = APIError(
+                code: "E009", status: .gone, message: "sync cursor is older than the tombstone retention; resync from scratch")
+        case .unavailable: self = .unavailable()
+        }
+    }
+
+    /// Maps any error a handler throws; `nil` means "unexpected": S002, logged by the caller.
+    static func mapping(_ error: any Error) -> APIError? {
+        switch error {
+        case let error as APIError: return error
+        case let error as LocifyError: return APIError(error)
+        case let error as PostgresError where error.isUnavailable: return .unavailable()
+        case let error as IDTokenError:
+            switch error {
+            case .invalid: return .unauthenticated(credentialsSent: true)
+            case .keysUnavailable: return .unavailable("cannot verify tokens right now, retry later")
+            }
+        default: return nil
+        }
+    }
+
+    /// The JSON rendering of an error the HTTP server detected itself, for the two that belong
+    /// to the API's table (413 E010, 503 S003 while draining); nil for malformed HTTP, which gets
+    /// a plain status (API.md section 3).
+    init?(_ error: HTTPRequestError) {
+        switch error.status {
+        case .contentTooLarge: self = .bodyTooLarge
+        case .serviceUnavailable: self = .unavailable("server is shutting down")
+        default: return nil
+        }
+    }
+
+    /// `{"error":{"code","message","details"?}, "data"?}`; `userID` fills `data`'s `user_id`.
+    func encodedBody(userID: String?) -> [UInt8] {
+        var writer = JSONWriter(reservingCapacity: 256)
+        writer.beginObject()
+        writer.key("error")
+        writer.beginObject()
+        writer.key("code")
+        writer.string(code)
+        writer.key("message")
+        writer.string(message)
+        if !details.isEmpty {
+            writer.key("details")
+            writer.beginArray()
+            for issue in details {
+                writer.beginObject()
+                writer.key("field")
+                writer.string(issue.field)
+                writer.key("message")
+                writer.string(issue.message)
+                writer.endObject()
+            }
+            writer.endArray()
+        }
+        writer.endObject()
+        if let data {
+            writer.key("data")
+            writer.recordState(data, userID: userID)
+        }
+        writer.endObject()
+        return writer.bytes
+    }
+}

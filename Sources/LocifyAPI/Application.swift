@@ -1,0 +1,223 @@
+import FirebaseAdmin
+import Foundation
+import HTTPServer
+import Locify
+import Logging
+import Postgres
+
+/// What tests (and only tests) replace when building the application.
+public struct ApplicationDependencies: Sendable {
+    /// How Google is reached (certificates, OAuth, Storage, Identity Toolkit).
+    public var googleTransport: any HTTPTransport = URLSessionTransport()
+    /// Timing of the clean-up worker.
+    public var cleanupSettings = CleanupWorker.Settings()
+    /// The server clock for records.
+    public var now: @Sendable () -> Timestamp = Timestamp.now
+    /// Adjusts the HTTP server's configuration (tests shorten timeouts).
+    public var configureHTTP: @Sendable (inout HTTPServerConfiguration) -> Void = { _ in }
+    /// Where `/openapi.yaml` is read from. Default `openapi.yaml` in the working directory.
+    public var openAPIPath = "openapi.yaml"
+
+    public init() {}
+}
+
+/// The assembled server: HTTP front, database pool, domain services and background workers.
+public final class Application: Sendable {
+    public let server: HTTPServer
+    public let pool: ConnectionPool
+    public let cleanupWorker: CleanupWorker
+    let workerPool: ConnectionPool
+    let purger: TombstonePurger
+    let keyCache: PublicKeyCache?
+    let shutdownGrace: Duration
+    let logger: Logger
+
+    init(
+        server: HTTPServer, pool: ConnectionPool, workerPool: ConnectionPool, cleanupWorker: CleanupWorker,
+        purger: TombstonePurger, keyCache: PublicKeyCache?, shutdownGrace: Duration, logger: Logger
+    ) {
+        self.server = server
+        self.pool = pool
+        self.workerPool = workerPool
+        self.cleanupWorker = cleanupWorker
+        self.purger = purger
+        self.keyCache = keyCache
+        self.shutdownGrace = shutdownGrace
+        self.logger = logger
+    }
+
+    /// The port the server listens on (after `start`).
+    public var port: Int { server.localPort }
+
+    /// Starts listening and the background work; returns at once.
+    public func start() throws {
+        try server.start()
+        cleanupWorker.start()
+        purger.start()
+        if let keyCache {
+            // Warm the key cache without delaying start-up; failures are retried on demand.
+            Thread.detachNewThread { [logger] in
+                do {
+                    try keyCache.prefetch()
+                } catch {
+                    logger.warning("cannot fetch Google's public keys yet", metadata: ["error": "\(error)"])
+                }
+            }
+        }
+        logger.info("locify-server listening", metadata: ["port": "\(port)"])
+    }
+
+    /// Stops accepting, lets in-flight requests finish within the grace period, stops the
+    /// background work and closes the database pools.
+    public func shutdown() {
+        logger.info("shutting down", metadata: ["grace_s": "\(shutdownGrace.seconds)"])
+        server.shutdown(gracePeriod: shutdownGrace)
+        cleanupWorker.stop()
+        purger.stop()
+        pool.close()
+        workerPool.close()
+    }
+
+    /// Blocks until the server has stopped.
+    public func waitUntilStopped() {
+        server.waitUntilStopped()
+    }
+}
+
+/// Builds the whole application from its configuration (API.md section 10): connects to the
+/// database and applies pending migrations, sets up token verification (or the Auth emulator),
+/// the Google clients for clean-up (or none), the domain services, workers and the HTTP server.
+public func buildApplication(
+    configuration: Configuration, logger: Logger, dependencies: ApplicationDependencies = ApplicationDependencies()
+) throws -> Application {
+    var databaseConfiguration = try PostgresConfiguration(connectionString: configuration.databaseURL)
+    databaseConfiguration.applicationName = "locify-server"
+    let pool = ConnectionPool(configuration: databaseConfiguration, size: configuration.databasePoolSize, logger: logger)
+    let applied = try runMigrations(configuration: configuration, pool: pool, logger: logger)
+    if !applied.isEmpty { logger.info("applied migrations", metadata: ["files": "\(applied.joined(separator: ", "))"]) }
+
+    let keyCache: PublicKeyCache?
+    if configuration.authEmulatorHost != nil {
+        keyCache = nil
+        logger.critical(
+            "FIREBASE_AUTH_EMULATOR_HOST is set: unsigned emulator tokens are ACCEPTED. Never run like this in production.")
+    } else {
+        keyCache = PublicKeyCache(
+            source: HTTPCertificateSource(url: configuration.idTokenCertsURL, transport: dependencies.googleTransport),
+            logger: logger)
+    }
+    let verifier = IDTokenVerifier(
+        projectId: configuration.firebaseProjectID, keys: keyCache, clockSkew: configuration.tokenClockSkewSeconds,
+        emulatorMode: configuration.authEmulatorHost != nil, logger: logger)
+
+    var settings = LocifySettings(storageBucket: configuration.storageBucket)
+    settings.tombstoneRetentionSeconds = Int64(configuration.tombstoneRetentionSeconds)
+    settings.maxPushChanges = configuration.maxPushChanges
+    let services = LocifyServices(pool: pool, settings: settings, now: dependencies.now)
+
+    let workerPool = ConnectionPool(configuration: databaseConfiguration, size: 1, logger: logger)
+    let executor = try cleanupExecutor(configuration: configuration, transport: dependencies.googleTransport, logger: logger)
+    let cleanupWorker = CleanupWorker(
+        pool: workerPool, executor: executor, settings: dependencies.cleanupSettings, logger: logger)
+    let purger = TombstonePurger(
+        pool: workerPool, retentionSeconds: Int64(configuration.tombstoneRetentionSeconds),
+        interval: .seconds(configuration.tombstonePurgeIntervalSeconds), logger: logger)
+
+    var http = HTTPServerConfiguration(host: configuration.host, port: configuration.port)
+    http.maxConnections = configuration.maxConnections
+    http.workerThreads = configuration.databasePoolSize
+    dependencies.configureHTTP(&http)
+
+    let metrics = Metrics()
+    let serverBox = ServerBox()
+    var router = Router<Route>()
+    let wakeWorker: @Sendable () -> Void = { cleanupWorker.wake() }
+    ResourceRoutes(services: services, cleanupQueued: wakeWorker).register(in: &router)
+    SyncRoutes(
+        services: services,
+        limits: ClientLimits(
+            maxPushChanges: configuration.maxPushChanges, maxBodyBytes: http.maxBodyBytes,
+            tombstoneRetentionSeconds: configuration.tombstoneRetentionSeconds)
+    ).register(in: &router)
+    UserRoutes(services: services, cleanupQueued: wakeWorker).register(in: &router)
+    OperationsRoutes(
+        pool: pool,
+        metrics: {
+            let poolStatistics = pool.statistics
+            let jobs = cleanupWorker.statistics
+            return metrics.render(
+                Metrics.Gauges(
+                    openConnections: serverBox.server?.openConnections ?? 0, poolInUse: poolStatistics.inUse,
+                    poolIdle: poolStatistics.idle, poolWaiting: poolStatistics.waiting, cleanupPending: jobs.pending,
+                    cleanupFailed: jobs.failed))
+        },
+        openAPIDocument: FileManager.default.contents(atPath: dependencies.openAPIPath).map { Array($0) }
+    ).register(in: &router)
+
+    let responder = LocifyResponder(
+        router: router, authenticator: Authenticator(verifier: verifier, logger: logger),
+        rateLimiter: RateLimiter(ratePerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
+        metrics: metrics, logger: logger)
+    let server = HTTPServer(configuration: http, responder: responder, logger: logger)
+    serverBox.server = server
+    return Application(
+        server: server, pool: pool, workerPool: workerPool, cleanupWorker: cleanupWorker, purger: purger,
+        keyCache: keyCache, shutdownGrace: .seconds(configuration.shutdownGraceSeconds), logger: logger)
+}
+
+/// Applies pending migrations, waiting up to about 30 s for the database to come up.
+private func runMigrations(configuration: Configuration, pool: ConnectionPool, logger: Logger) throws -> [String] {
+    let runner = MigrationRunner(directory: configuration.migrationsDirectory, logger: logger)
+    var attempt = 0
+    while true {
+        do {
+            return try runner.run(using: pool)
+        } catch let error as PostgresError where error.isUnavailable && attempt < 10 {
+            attempt += 1
+            logger.warning("database not reachable yet; retrying", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
+            Thread.sleep(forTimeInterval: 3)
+        }
+    }
+}
+
+/// The Google clients of the clean-up worker: a service account (or the emulators) for both
+/// Storage and Identity Toolkit; nil when neither is configured (local development), in which
+/// case jobs stay queued.
+private func cleanupExecutor(
+    configuration: Configuration, transport: any HTTPTransport, logger: Logger
+) throws -> (any CleanupExecutor)? {
+    var tokens: (any AccessTokenSource)?
+    if let path = configuration.googleApplicationCredentials {
+        let account = try ServiceAccount.load(path: path)
+        tokens = try ServiceAccountTokenProvider(account: account, transport: transport, logger: logger)
+    }
+    let storage: CloudStorageClient? =
+        if let host = configuration.storageEmulatorHost {
+            .emulator(host: host, transport: transport)
+        } else if let tokens {
+            CloudStorageClient(baseURL: configuration.storageAPIURL, transport: transport, tokens: tokens)
+        } else {
+            nil
+        }
+    let identity: IdentityToolkitClient? =
+        if let host = configuration.authEmulatorHost {
+            .emulator(host: host, transport: transport)
+        } else if let tokens {
+            IdentityToolkitClient(baseURL: configuration.identityAPIURL, transport: transport, tokens: tokens)
+        } else {
+            nil
+        }
+    guard let storage, let identity else {
+        logger.warning(
+            "no Google credentials (GOOGLE_APPLICATION_CREDENTIALS) or emulators configured: account and category clean-up jobs stay queued until they are")
+        return nil
+    }
+    return GoogleCleanupExecutor(
+        storage: storage, identity: identity, bucket: configuration.storageBucket, projectID: configuration.firebaseProjectID)
+}
+
+/// Lets the metrics closure reach the server, which is created after the routes.
+private final class ServerBox: @unchecked Sendable {
+    // safe because: set once in buildApplication before the server starts; read-only afterwards.
+    var server: HTTPServer?
+}

@@ -1,0 +1,102 @@
+import Foundation
+import HTTPServer
+import JSON
+import Locify
+
+extension HTTPRequest {
+    /// The JSON body of a write: a non-JSON media type is E012, an empty or malformed body E001
+    /// (API.md sections 1 and 11).
+    func jsonBody() throws(APIError) -> JSONValue {
+        guard let body = try optionalJSONBody() else {
+            throw .invalidInput("body", "must be a JSON object")
+        }
+        return body
+    }
+
+    /// The JSON body when there is one (DELETE may carry its options in a body).
+    func optionalJSONBody() throws(APIError) -> JSONValue? {
+        let contentType = headers["Content-Type"]
+        if let contentType, !Self.isJSON(contentType) { throw .unsupportedMediaType }
+        if body.isEmpty { return nil }
+        if contentType == nil { throw .unsupportedMediaType }
+        do {
+            return try JSONParser.parse(body)
+        } catch {
+            throw .invalidInput("body", "is not valid JSON (\(error.reason) at byte \(error.offset))")
+        }
+    }
+
+    /// `application/json`, any letter case, parameters (charset) allowed.
+    static func isJSON(_ contentType: String) -> Bool {
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
+        return mediaType.trimmingSpaces().lowercased() == "application/json"
+    }
+
+    /// The query string's parameters, validated one by one.
+    var parameters: QueryParameters { QueryParameters(items: queryItems) }
+}
+
+/// Typed, validated query parameters: a malformed value is E001 (E002 for UUIDs) naming it.
+struct QueryParameters {
+    let items: [(name: String, value: String)]
+
+    /// The first value of `name`.
+    func string(_ name: String) -> String? {
+        items.first { $0.name == name }?.value
+    }
+
+    func int(_ name: String, in range: ClosedRange<Int>, default defaultValue: Int) throws(APIError) -> Int {
+        guard let text = string(name) else { return defaultValue }
+        guard let value = Int(text), range.contains(value) else {
+            let upper = range.upperBound == Int.max ? "" : " and at most \(range.upperBound)"
+            throw .invalidInput(name, "must be an integer of at least \(range.lowerBound)\(upper)")
+        }
+        return value
+    }
+
+    func uuid(_ name: String) throws(APIError) -> UUID? {
+        guard let text = string(name) else { return nil }
+        guard let id = UUID(apiString: text) else { throw .invalidUUID(name) }
+        return id
+    }
+
+    func bool(_ name: String) throws(APIError) -> Bool? {
+        switch string(name) {
+        case nil: return nil
+        case "true"?: return true
+        case "false"?: return false
+        default: throw .invalidInput(name, "must be true or false")
+        }
+    }
+
+    /// `page` (>= 1, default 1) and `size` (1-100, default 20).
+    func pageRequest() throws(APIError) -> PageRequest {
+        PageRequest(
+            page: try int("page", in: 1...1_000_000, default: 1),
+            size: try int("size", in: 1...PageRequest.maxSize, default: PageRequest.defaultSize))
+    }
+}
+
+extension PathParameters {
+    /// The `{id}` of the path as a UUID (E002 otherwise).
+    func id() throws(APIError) -> UUID {
+        guard let text = self["id"], let id = UUID(apiString: text) else { throw .invalidUUID("id") }
+        return id
+    }
+}
+
+extension HTTPResponse {
+    /// A JSON response (`application/json; charset=utf-8`).
+    static func json(_ status: HTTPStatus = .ok, _ body: [UInt8]) -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": "application/json; charset=utf-8"], body: body)
+    }
+
+    /// A JSON response written by `write`.
+    static func json(_ status: HTTPStatus = .ok, capacity: Int = 512, _ write: (inout JSONWriter) -> Void) -> HTTPResponse {
+        var writer = JSONWriter(reservingCapacity: capacity)
+        write(&writer)
+        return .json(status, writer.bytes)
+    }
+
+    static let noContent = HTTPResponse(status: .noContent)
+}

@@ -1,0 +1,85 @@
+import Foundation
+import JSON
+import Locify
+import Logging
+
+/// A swift-log handler writing one JSON object per line to stdout: `ts`, `level`, `msg`, then
+/// the metadata as top-level fields (for request logs: `request_id`, `method`, `route`,
+/// `status`, `duration_ms`, `user_id`, API.md section 11). Lines are written with one `write(2)`
+/// each, so lines from different threads never interleave and nothing is lost in a buffer.
+public struct JSONLogHandler: LogHandler {
+    public var metadata: Logger.Metadata = [:]
+    public var logLevel: Logger.Level
+    private let label: String
+
+    public init(label: String, level: Logger.Level = .info) {
+        self.label = label
+        self.logLevel = level
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var writer = JSONWriter(reservingCapacity: 256)
+        writer.beginObject()
+        writer.key("ts")
+        writer.timestamp(Timestamp.now())
+        writer.key("level")
+        writer.string(event.level.rawValue)
+        writer.key("msg")
+        writer.string(event.message.description)
+        writer.key("logger")
+        writer.string(label)
+        var fields = self.metadata
+        if let explicit = event.metadata { fields.merge(explicit) { $1 } }
+        if let error = event.error { fields["error"] = "\(error)" }
+        for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
+            writer.key(key)
+            Self.write(value, into: &writer)
+        }
+        writer.endObject()
+        var line = writer.bytes
+        line.append(0x0A)
+        line.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(1, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
+                if written <= 0 { return }
+                offset += written
+            }
+        }
+    }
+
+    /// Numbers and booleans logged as strings are written as JSON numbers and booleans.
+    private static func write(_ value: Logger.Metadata.Value, into writer: inout JSONWriter) {
+        switch value {
+        case .string(let text):
+            if let number = Int64(text) { writer.int64(number) } else { writer.string(text) }
+        case .stringConvertible(let convertible):
+            let text = convertible.description
+            if let number = Int64(text) {
+                writer.int64(number)
+            } else if let number = Double(text), number.isFinite, convertible is any BinaryFloatingPoint {
+                writer.double(number)
+            } else if convertible is Bool {
+                writer.bool(text == "true")
+            } else {
+                writer.string(text)
+            }
+        case .array(let values):
+            writer.beginArray()
+            for element in values { write(element, into: &writer) }
+            writer.endArray()
+        case .dictionary(let dictionary):
+            writer.beginObject()
+            for (key, element) in dictionary.sorted(by: { $0.key < $1.key }) {
+                writer.key(key)
+                write(element, into: &writer)
+            }
+            writer.endObject()
+        }
+    }
+}

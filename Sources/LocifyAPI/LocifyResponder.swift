@@ -1,0 +1,99 @@
+import HTTPServer
+import Locify
+import Logging
+
+/// The request pipeline of the API: route (404/405 before authentication, API.md section 11),
+/// authenticate `/v1`, rate-limit per user, run the handler, map any error to its API error,
+/// then stamp `X-Request-Id`, count the metrics and write the request log line.
+struct LocifyResponder: HTTPResponder {
+    let router: Router<Route>
+    let authenticator: Authenticator
+    let rateLimiter: RateLimiter?
+    let metrics: Metrics
+    let logger: Logger
+
+    func executionMode(for request: HTTPRequest) -> HTTPExecutionMode {
+        switch router.match(request.method, path: request.path) {
+        case .found(let route, _, _): return route.inline ? .inline : .worker
+        case .notFound, .methodNotAllowed: return .inline
+        }
+    }
+
+    func respond(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPResponse {
+        let started = ContinuousClock.now
+        let requestID = RequestID.forRequest(clientValue: request.headers["X-Request-Id"])
+        var routePattern = "unmatched"
+        var userID: String?
+        var response: HTTPResponse
+        do {
+            switch router.match(request.method, path: request.path) {
+            case .notFound:
+                throw APIError.routeNotFound
+            case .methodNotAllowed(let allowed):
+                throw APIError.methodNotAllowed(allowed)
+            case .found(let route, let parameters, let pattern):
+                routePattern = pattern
+                switch route.handler {
+                case .open(let handler):
+                    response = try handler(request)
+                case .authenticated(let handler):
+                    let caller = try authenticator.authenticate(request, requestID: requestID)
+                    userID = caller.userID
+                    if let retryAfter = rateLimiter?.admit(caller.userID) {
+                        throw APIError.rateLimited(retryAfterSeconds: retryAfter)
+                    }
+                    response = try handler(AuthenticatedRequest(request: request, parameters: parameters, caller: caller))
+                }
+            }
+        } catch {
+            response = errorResponse(error, userID: userID, requestID: requestID)
+        }
+        response.headers.set("X-Request-Id", requestID)
+        let elapsed = ContinuousClock.now - started
+        metrics.record(method: request.method.rawValue, route: routePattern, status: response.status.code, seconds: elapsed.seconds)
+        logger.info(
+            "request",
+            metadata: [
+                "request_id": "\(requestID)", "method": "\(request.method.rawValue)", "route": "\(routePattern)",
+                "status": "\(response.status.code)", "duration_ms": "\(elapsed.milliseconds)", "user_id": "\(userID ?? "")",
+            ])
+        return response
+    }
+
+    func response(for error: HTTPRequestError) -> HTTPResponse {
+        guard let apiError = APIError(error) else {
+            return HTTPResponse(
+                status: error.status, headers: ["Content-Type": "text/plain; charset=utf-8"],
+                body: Array("\(error.status.code) \(error.status.reasonPhrase)\n".utf8))
+        }
+        var response = HTTPResponse.json(apiError.status, apiError.encodedBody(userID: nil))
+        for (name, value) in apiError.headers { response.headers.add(name, value) }
+        response.headers.set("X-Request-Id", RequestID.forRequest(clientValue: nil))
+        return response
+    }
+
+    private func errorResponse(_ error: any Error, userID: String?, requestID: String) -> HTTPResponse {
+        let apiError: APIError
+        if let mapped = APIError.mapping(error) {
+            apiError = mapped
+        } else {
+            logger.error(
+                "unexpected error", metadata: ["request_id": "\(requestID)", "error": "\(String(reflecting: error))"])
+            apiError = .internalError
+        }
+        var response = HTTPResponse.json(apiError.status, apiError.encodedBody(userID: userID))
+        for (name, value) in apiError.headers { response.headers.add(name, value) }
+        return response
+    }
+}
+
+extension Duration {
+    /// The duration in fractional seconds.
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
+    /// The duration in fractional milliseconds, rounded to microseconds.
+    var milliseconds: Double { (seconds * 1_000_000).rounded() / 1000 }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import Synchronization
+
+/// The server's Prometheus metrics (API.md sections 9 and 11): requests by method, route and
+/// status, a latency histogram per route, and gauges sampled when `/metrics` is scraped.
+final class Metrics: Sendable {
+    /// Upper bounds of the latency histogram buckets, seconds.
+    static let buckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    private struct RequestKey: Hashable {
+        var method: String
+        var route: String
+        var status: Int
+    }
+
+    private struct Histogram {
+        var counts = [Int](repeating: 0, count: Metrics.buckets.count)
+        var total = 0
+        var sum = 0.0
+    }
+
+    private struct State {
+        var requests: [RequestKey: Int] = [:]
+        var latency: [String: Histogram] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// Counts one finished request.
+    func record(method: String, route: String, status: Int, seconds: Double) {
+        let bucket = Metrics.buckets.firstIndex { seconds <= $0 }
+        state.withLock { state in
+            state.requests[RequestKey(method: method, route: route, status: status), default: 0] += 1
+            var histogram = state.latency[route] ?? Histogram()
+            if let bucket { histogram.counts[bucket] += 1 }
+            histogram.total += 1
+            histogram.sum += seconds
+            state.latency[route] = histogram
+        }
+    }
+
+    /// Gauges read at scrape time.
+    struct Gauges {
+        var openConnections: Int
+        var poolInUse: Int
+        var poolIdle: Int
+        var poolWaiting: Int
+        var cleanupPending: Int64
+        var cleanupFailed: Int64
+    }
+
+    /// The exposition in Prometheus text format 0.0.4.
+    func render(_ gauges: Gauges) -> String {
+        let snapshot = state.withLock { $0 }
+        var out = ""
+        out += "# HELP http_requests_total Requests answered, by method, route pattern and status.\n"
+        out += "# TYPE http_requests_total counter\n"
+        for (key, count) in snapshot.requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {
+            out += "http_requests_total{method=\"\(Self.escape(key.method))\",route=\"\(Self.escape(key.route))\",status=\"\(key.status)\"} \(count)\n"
+        }
+        out += "# HELP http_request_duration_seconds Time from a complete request to its response, by route pattern.\n"
+        out += "# TYPE http_request_duration_seconds histogram\n"
+        for (route, histogram) in snapshot.latency.sorted(by: { $0.key < $1.key }) {
+            let label = Self.escape(route)
+            var cumulative = 0
+            for (index, bound) in Metrics.buckets.enumerated() {
+                cumulative += histogram.counts[index]
+                out += "http_request_duration_seconds_bucket{route=\"\(label)\",le=\"\(bound)\"} \(cumulative)\n"
+            }
+            out += "http_request_duration_seconds_bucket{route=\"\(label)\",le=\"+Inf\"} \(histogram.total)\n"
+            out += "http_request_duration_seconds_sum{route=\"\(label)\"} \(histogram.sum)\n"
+            out += "http_request_duration_seconds_count{route=\"\(label)\"} \(histogram.total)\n"
+        }
+        out += "# HELP http_open_connections Client connections currently open.\n"
+        out += "# TYPE http_open_connections gauge\n"
+        out += "http_open_connections \(gauges.openConnections)\n"
+        out += "# HELP db_pool_connections Database pool connections by state.\n"
+        out += "# TYPE db_pool_connections gauge\n"
+        out += "db_pool_connections{state=\"in_use\"} \(gauges.poolInUse)\n"
+        out += "db_pool_connections{state=\"idle\"} \(gauges.poolIdle)\n"
+        out += "# HELP db_pool_waiting Requests waiting for a database connection.\n"
+        out += "# TYPE db_pool_waiting gauge\n"
+        out += "db_pool_waiting \(gauges.poolWaiting)\n"
+        out += "# HELP cleanup_jobs Durable clean-up jobs queued, by state (failed: last attempt failed, will retry).\n"
+        out += "# TYPE cleanup_jobs gauge\n"
+        out += "cleanup_jobs{state=\"pending\"} \(gauges.cleanupPending)\n"
+        out += "cleanup_jobs{state=\"failed\"} \(gauges.cleanupFailed)\n"
+        out += "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+        out += "# TYPE process_resident_memory_bytes gauge\n"
+        out += "process_resident_memory_bytes \(Self.residentMemoryBytes())\n"
+        return out
+    }
+
+    /// Label values escape backslash, double quote and line feed.
+    private static func escape(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+
+    /// Resident pages (second field of /proc/self/statm) times the page size.
+    static func residentMemoryBytes() -> Int {
+        guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = statm.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}

@@ -1,0 +1,38 @@
+import HTTPServer
+import JSON
+import Postgres
+
+/// `/health`, `/health/ready`, `/metrics` and `/openapi.yaml` (API.md section 9): no token,
+/// never rate limited.
+struct OperationsRoutes: Sendable {
+    let pool: ConnectionPool
+    let metrics: @Sendable () -> String
+    /// The served contract, read at start; nil when the file was not found.
+    let openAPIDocument: [UInt8]?
+
+    func register(in router: inout Router<Route>) {
+        router.add(.GET, "/health", Route(handler: .open { _ in Self.ok }, inline: true))
+        let pool = self.pool
+        router.add(.GET, "/health/ready", Route(handler: .open { _ in
+            do {
+                _ = try pool.withConnection { connection in try connection.query("SELECT 1") }
+            } catch {
+                throw APIError.unavailable("database unreachable")
+            }
+            return Self.ok
+        }))
+        let metrics = self.metrics
+        router.add(.GET, "/metrics", Route(handler: .open { _ in
+            HTTPResponse(
+                status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
+                body: Array(metrics().utf8))
+        }, inline: true))
+        let document = openAPIDocument
+        router.add(.GET, "/openapi.yaml", Route(handler: .open { _ in
+            guard let document else { throw APIError.routeNotFound }
+            return HTTPResponse(status: .ok, headers: ["Content-Type": "application/yaml; charset=utf-8"], body: document)
+        }, inline: true))
+    }
+
+    private static let ok = HTTPResponse.json(.ok, Array(#"{"status":"ok"}"#.utf8))
+}

@@ -1,0 +1,62 @@
+import Foundation
+import Synchronization
+
+/// A per-user token bucket (API.md sections 9-10): `burst` requests at once, refilled at
+/// `ratePerSecond`. One lock guards every bucket; idle buckets are dropped now and then so the
+/// table stays bounded.
+final class RateLimiter: Sendable {
+    private struct Bucket {
+        var tokens: Double
+        var updated: Double
+    }
+
+    private struct State {
+        var buckets: [String: Bucket] = [:]
+        var lastSweep: Double = 0
+    }
+
+    let ratePerSecond: Double
+    let burst: Double
+    private let now: @Sendable () -> Double
+    private let state = Mutex(State())
+
+    /// nil when limiting is off (either value 0).
+    init?(ratePerSecond: Double, burst: Double, now: @escaping @Sendable () -> Double = RateLimiter.monotonicSeconds) {
+        guard ratePerSecond > 0, burst > 0 else { return nil }
+        self.ratePerSecond = ratePerSecond
+        self.burst = max(burst, 1)
+        self.now = now
+    }
+
+    /// Takes one token for `userID`; when none is left, the whole seconds until one will be.
+    func admit(_ userID: String) -> Int? {
+        let now = self.now()
+        return state.withLock { state in
+            if now - state.lastSweep > 60 {
+                sweep(&state, now: now)
+            }
+            var bucket = state.buckets[userID] ?? Bucket(tokens: burst, updated: now)
+            bucket.tokens = min(burst, bucket.tokens + (now - bucket.updated) * ratePerSecond)
+            bucket.updated = now
+            defer { state.buckets[userID] = bucket }
+            if bucket.tokens >= 1 {
+                bucket.tokens -= 1
+                return nil
+            }
+            return max(1, Int(((1 - bucket.tokens) / ratePerSecond).rounded(.up)))
+        }
+    }
+
+    /// Drops buckets that have refilled completely: they are indistinguishable from new ones.
+    private func sweep(_ state: inout State, now: Double) {
+        state.lastSweep = now
+        let full = burst / ratePerSecond
+        state.buckets = state.buckets.filter { now - $0.value.updated < full }
+    }
+
+    static func monotonicSeconds() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
+}

@@ -1,0 +1,34 @@
+import HTTPServer
+import Locify
+
+/// One entry of the route table: what handles the request and where it runs.
+struct Route: Sendable {
+    enum Handler: Sendable {
+        /// Operational endpoints: no token.
+        case open(@Sendable (HTTPRequest) throws -> HTTPResponse)
+        /// `/v1` endpoints: run after authentication and rate limiting.
+        case authenticated(@Sendable (AuthenticatedRequest) throws -> HTTPResponse)
+    }
+
+    var handler: Handler
+    /// Cheap and non-blocking, so answered on the I/O thread without a hop to the worker pool.
+    var inline: Bool = false
+}
+
+/// A request whose token was verified, with its path parameters.
+struct AuthenticatedRequest {
+    let request: HTTPRequest
+    let parameters: PathParameters
+    let caller: Caller
+
+    var userID: String { caller.userID }
+    var query: QueryParameters { request.parameters }
+}
+
+extension WriteOutcome {
+    /// 201 for a created record, 200 for an update or a replay.
+    var status: HTTPStatus {
+        if case .created = self { return .created }
+        return .ok
+    }
+}

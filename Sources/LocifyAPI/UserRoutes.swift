@@ -1,0 +1,27 @@
+import HTTPServer
+import Locify
+
+/// The handlers of `/v1/users/me` (API.md section 8).
+struct UserRoutes: Sendable {
+    let services: LocifyServices
+    /// Called after an account deletion committed, so its clean-up starts at once.
+    let cleanupQueued: @Sendable () -> Void
+
+    func register(in router: inout Router<Route>) {
+        let users = services.users
+        let cleanupQueued = self.cleanupQueued
+        router.add(.GET, "/v1/users/me", Route(handler: .authenticated { request in
+            let profile = try users.profile(request.caller)
+            return .json { $0.profile(profile) }
+        }))
+        router.add(.PUT, "/v1/users/me", Route(handler: .authenticated { request in
+            let profile = try users.update(request.caller, body: request.request.jsonBody())
+            return .json { $0.profile(profile) }
+        }))
+        router.add(.DELETE, "/v1/users/me", Route(handler: .authenticated { request in
+            try users.delete(request.caller)
+            cleanupQueued()
+            return .noContent
+        }))
+    }
+}

@@ -1,0 +1,158 @@
+import FirebaseAdmin
+import Foundation
+import HTTPServer
+import JSON
+import Locify
+import LocifyAPI
+import Logging
+import Postgres
+
+/// The whole server, end to end, for API tests: a fresh migrated database, the application
+/// built by `buildApplication` on an ephemeral port, and a fake Google over real sockets that
+/// serves the ID-token certificates, OAuth, Storage and Identity Toolkit.
+public final class TestServer: Sendable {
+    public let application: Application
+    public let database: TestDatabase
+    public let google: FakeGoogleServer
+    public let configuration: Configuration
+    /// Mints RS256 ID tokens the server accepts (key `TestKeys.primary`, published by the fake).
+    public let minter: TokenMinter
+
+    public var port: Int { application.port }
+    public var pool: ConnectionPool { database.pool }
+    public var fake: FakeGoogle { google.fake }
+
+    /// Starts everything. `configure` adjusts the configuration (rate limits are off by default;
+    /// Google credentials point at the fake); `dependencies` the test hooks (short worker timings).
+    public static func start(
+        configure: (inout Configuration) -> Void = { _ in },
+        dependencies configureDependencies: (inout ApplicationDependencies) -> Void = { _ in }
+    ) throws -> TestServer {
+        let google = try FakeGoogleServer()
+        let database = try TestDatabase.create(migrationsDirectory: ProjectPaths.migrations, poolSize: 2)
+        var configuration = Configuration(databaseURL: database.connectionString, firebaseProjectID: TestConstants.projectID)
+        configuration.port = 0
+        configuration.databasePoolSize = 4
+        configuration.storageBucket = TestConstants.bucket
+        configuration.idTokenCertsURL = google.certificatesURL
+        configuration.storageAPIURL = google.baseURL
+        configuration.identityAPIURL = google.baseURL
+        configuration.googleApplicationCredentials = try google.writeServiceAccountFile()
+        configuration.migrationsDirectory = ProjectPaths.migrations
+        configuration.rateLimitPerSecond = 0
+        configuration.shutdownGraceSeconds = 2
+        configure(&configuration)
+        var dependencies = ApplicationDependencies()
+        dependencies.openAPIPath = ProjectPaths.root.appendingPathComponent("openapi.yaml").path
+        dependencies.cleanupSettings.pollInterval = .milliseconds(100)
+        dependencies.cleanupSettings.baseBackoff = 0.05
+        dependencies.cleanupSettings.maxBackoff = 0.5
+        dependencies.configureHTTP = { http in
+            http.ioThreads = 2
+            http.timerResolution = .milliseconds(50)
+        }
+        configureDependencies(&dependencies)
+        let application = try buildApplication(configuration: configuration, logger: testServerLogger, dependencies: dependencies)
+        try application.start()
+        return TestServer(
+            application: application, database: database, google: google, configuration: configuration,
+            minter: TokenMinter(projectId: TestConstants.projectID))
+    }
+
+    private init(
+        application: Application, database: TestDatabase, google: FakeGoogleServer, configuration: Configuration,
+        minter: TokenMinter
+    ) {
+        self.application = application
+        self.database = database
+        self.google = google
+        self.configuration = configuration
+        self.minter = minter
+    }
+
+    /// Shuts the server down and drops its database.
+    public func stop() {
+        application.shutdown()
+        google.stop()
+        try? database.drop()
+    }
+
+    /// A valid ID token for `uid`, issued now (or `issuedAt`, unix seconds).
+    public func token(for uid: String, issuedAt: Double = Date().timeIntervalSince1970, email: String? = "user@example.com", name: String? = "Test User") throws -> String {
+        try minter.sign(header: minter.header(), claims: minter.claims(uid: uid, issuedAt: issuedAt, email: email, name: name))
+    }
+
+    /// Sends one request on a fresh connection and reads the response.
+    /// - Parameters:
+    ///   - json: a body serialised as JSON (Content-Type set unless `headers` name one).
+    ///   - body: raw body bytes (for malformed bodies).
+    public func request(
+        _ method: String, _ target: String, token: String? = nil, json: JSONValue? = nil, body: [UInt8]? = nil,
+        headers: [(String, String)] = []
+    ) throws -> TestResponse {
+        var fields = [("Host", "127.0.0.1:\(port)"), ("Connection", "close")]
+        if let token { fields.append(("Authorization", "Bearer \(token)")) }
+        var payload = body ?? []
+        if let json {
+            payload = JSONWriter.encode(json)
+            if !headers.contains(where: { $0.0.lowercased() == "content-type" }) {
+                fields.append(("Content-Type", "application/json"))
+            }
+        }
+        fields += headers
+        if !payload.isEmpty || method == "POST" || method == "PUT" { fields.append(("Content-Length", String(payload.count))) }
+        var head = "\(method) \(target) HTTP/1.1\r\n"
+        for (name, value) in fields { head += "\(name): \(value)\r\n" }
+        head += "\r\n"
+        let client = try RawHTTPClient(port: port)
+        defer { client.close() }
+        try client.send(Array(head.utf8) + payload)
+        return TestResponse(try client.readResponse(timeout: .seconds(30), isResponseToHead: method == "HEAD"))
+    }
+
+    /// `request` with a token minted for `uid`.
+    public func request(
+        _ method: String, _ target: String, as uid: String, json: JSONValue? = nil, headers: [(String, String)] = []
+    ) throws -> TestResponse {
+        try request(method, target, token: token(for: uid), json: json, headers: headers)
+    }
+}
+
+/// A response as tests look at it.
+public struct TestResponse: Sendable {
+    public let status: Int
+    public let headers: HTTPHeaders
+    public let body: [UInt8]
+
+    init(_ raw: RawHTTPResponse) {
+        status = raw.status
+        headers = raw.headers
+        body = raw.body
+    }
+
+    public var text: String { String(decoding: body, as: UTF8.self) }
+    /// The body parsed as JSON (nil when it is not JSON).
+    public var json: JSONValue? { try? JSONParser.parse(body) }
+    /// The body's top-level object, or an empty one.
+    public var object: JSONObject { json?.objectValue ?? JSONObject() }
+    /// `error.code` of an error body.
+    public var errorCode: String? { object["error"]?.objectValue?["code"]?.stringValue }
+    /// `error.details[0].field` of an error body.
+    public var errorField: String? {
+        object["error"]?.objectValue?["details"]?.arrayValue?.first?.objectValue?["field"]?.stringValue
+    }
+    /// `data` of a list response.
+    public var data: [JSONValue] { object["data"]?.arrayValue ?? [] }
+    /// `meta` of a list response.
+    public var meta: JSONObject { object["meta"]?.objectValue ?? JSONObject() }
+}
+
+/// Quiet unless `LOCIFY_TEST_LOG` names a level (e.g. `debug`).
+let testServerLogger: Logger = {
+    guard let level = ProcessInfo.processInfo.environment["LOCIFY_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) else {
+        return Logger(label: "locify-test") { _ in SwiftLogNoOpLogHandler() }
+    }
+    var logger = Logger(label: "locify-test") { StreamLogHandler.standardError(label: $0) }
+    logger.logLevel = level
+    return logger
+}()

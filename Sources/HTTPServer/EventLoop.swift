@@ -259,7 +259,10 @@ final class EventLoop: @unchecked Sendable {
                 connection.withWorker = true
                 connection.deadlineKind = .none
                 connection.deadline = .max
-                pool.submit(WorkerPool.Job(connection: connection, request: ready.request, loop: self))
+                if !pool.submit(WorkerPool.Job(connection: connection, request: ready.request, loop: self)) {
+                    connection.withWorker = false
+                    close(connection)
+                }
                 return
             }
             // 2. Buffered pipelined input, parsed only once earlier responses are queued, and

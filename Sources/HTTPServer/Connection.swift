@@ -12,6 +12,7 @@ import Glibc
 /// marked "loop" are only ever touched on the loop's thread (epoll events for a connection held
 /// by a worker only set `mightBeReadable`). The socket is closed only by its owner: the loop, or
 /// after the loop has stopped, the worker or pool holding it.
+// safe because of the ownership protocol above: one owning thread at a time, hand-overs through mutexes.
 final class Connection: @unchecked Sendable {
     /// Which timeout the connection's deadline stands for.
     enum DeadlineKind {

@@ -11,6 +11,7 @@ import Synchronization
 /// by the loop's own thread. Other threads talk to the loop only through `inbox` (a `Mutex`) and
 /// the eventfd that wakes it: the acceptor adopts connections, workers hand connections back,
 /// `shutdown` asks it to drain.
+// safe because all state but the Mutex-protected inbox is confined to the loop thread (see above).
 final class EventLoop: @unchecked Sendable {
     private enum Message {
         case adopt(fd: Int32, remoteAddress: String)
@@ -259,7 +260,10 @@ final class EventLoop: @unchecked Sendable {
                 connection.withWorker = true
                 connection.deadlineKind = .none
                 connection.deadline = .max
-                pool.submit(WorkerPool.Job(connection: connection, request: ready.request, loop: self))
+                if !pool.submit(WorkerPool.Job(connection: connection, request: ready.request, loop: self)) {
+                    connection.withWorker = false
+                    close(connection)
+                }
                 return
             }
             // 2. Buffered pipelined input, parsed only once earlier responses are queued, and

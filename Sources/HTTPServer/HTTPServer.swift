@@ -77,7 +77,6 @@ public final class HTTPServer: Sendable {
         }
         guard started else {
             Glibc.close(listenFD)
-            Glibc.close(runtime.context.acceptorWakeFD)
             throw HTTPServerError.alreadyStarted
         }
         running.enter()
@@ -144,7 +143,6 @@ public final class HTTPServer: Sendable {
         }
         runtime.loopsDone.wait()
         runtime.pool.stop()
-        Glibc.close(context.acceptorWakeFD)
         lifecycle.withLock { $0 = .stopped }
         logger.info("HTTP server stopped")
         running.leave()

@@ -1,3 +1,4 @@
+import Glibc
 import Logging
 import Synchronization
 
@@ -10,7 +11,8 @@ final class ServerContext: Sendable {
     let logger: Logger
     let counters: ServerCounters
     let dateCache = HTTPDateCache()
-    /// The eventfd the acceptor sleeps on while the connection limit is reached.
+    /// The eventfd the acceptor sleeps on while the connection limit is reached (owned: closed
+    /// when the context goes away).
     let acceptorWakeFD: Int32
 
     /// Set once `shutdown` begins: responses then carry `Connection: close`.
@@ -39,6 +41,11 @@ final class ServerContext: Sendable {
         writeTimeout = configuration.writeTimeout.nanosecondsClamped
         lingeringCloseTimeout = configuration.lingeringCloseTimeout.nanosecondsClamped
         timerResolution = max(1_000_000, configuration.timerResolution.nanosecondsClamped)
+    }
+
+    deinit {
+        // Closed only when nothing can signal it any more (a worker finishing late still may).
+        Glibc.close(acceptorWakeFD)
     }
 
     /// The current time of the configured clock, in nanoseconds.

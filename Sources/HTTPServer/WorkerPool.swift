@@ -50,19 +50,18 @@ final class WorkerPool: Sendable {
         }
     }
 
-    /// Queues a job; a free worker picks it up in arrival order.
-    func submit(_ job: Job) {
+    /// Queues a job; a free worker picks it up in arrival order. False once the pool has stopped
+    /// (the job was not taken; the caller still owns the connection).
+    func submit(_ job: Job) -> Bool {
         let accepted = queue.withLock { queue -> Bool in
             guard !queue.stopped else { return false }
             queue.jobs.append(job)
             return true
         }
-        guard accepted else {
-            abandon(job)
-            return
-        }
+        guard accepted else { return false }
         context.counters.queuedRequests.add(1, ordering: .relaxed)
         available.signal()
+        return true
     }
 
     /// Stops the workers once their current handler returns; queued jobs are dropped and their
@@ -76,7 +75,7 @@ final class WorkerPool: Sendable {
         }
         for job in dropped {
             context.counters.queuedRequests.subtract(1, ordering: .relaxed)
-            abandon(job)
+            closeOrphan(job.connection)
         }
         for _ in 0..<threadCount { available.signal() }
     }
@@ -108,11 +107,7 @@ final class WorkerPool: Sendable {
         }
     }
 
-    /// Closes a connection whose loop is gone (or whose job was dropped).
-    private func abandon(_ job: Job) {
-        closeOrphan(job.connection)
-    }
-
+    /// Closes a connection whose loop is gone (or whose job was dropped at stop).
     private func closeOrphan(_ connection: Connection) {
         Glibc.close(connection.fd)
         context.connectionClosed()

@@ -57,6 +57,22 @@ struct HTTPServerConnectionTests {
         }
     }
 
+    @Test("hundreds of pipelined requests split across reads are all answered in order")
+    func longPipeline() throws {
+        let responder = HTTPClosureResponder(mode: { $0.path.hasSuffix("0") ? .worker : .inline }) { request, _ in
+            HTTPResponse(status: .ok, body: Array(request.path.utf8))
+        }
+        try withHTTPTestServer(responder: responder, configure: { $0.maxBufferedInputBytes = 1024 }) { server in
+            let client = try server.client()
+            let count = 500
+            let requests = (0..<count).map { "GET /r\($0) HTTP/1.1\r\nHost: h\r\nX-Pad: \(String(repeating: "x", count: $0 % 50))\r\n\r\n" }
+            let writer = HTTPBackgroundJob { try? client.send(requests.joined()) }
+            let answers = try (0..<count).map { _ in try client.readResponse().text }
+            #expect(answers == (0..<count).map { "/r\($0)" })
+            writer.wait()
+        }
+    }
+
     @Test("HTTP/1.0 without keep-alive gets Connection: close and the connection closes")
     func http10Closes() throws {
         try withHTTPTestServer(responder: connectionEcho) { server in

@@ -3,34 +3,6 @@ import Foundation
 import HTTPServer
 import Logging
 
-/// An `HTTPResponder` made of closures, for tests.
-public struct HTTPClosureResponder: HTTPResponder {
-    private let mode: @Sendable (HTTPRequest) -> HTTPExecutionMode
-    private let handler: @Sendable (HTTPRequest, ConnectionInfo) -> HTTPResponse
-
-    /// Answers with `handler`, on the thread `mode` picks (default: the worker pool).
-    public init(
-        mode: @escaping @Sendable (HTTPRequest) -> HTTPExecutionMode = { _ in .worker },
-        handler: @escaping @Sendable (HTTPRequest, ConnectionInfo) -> HTTPResponse
-    ) {
-        self.mode = mode
-        self.handler = handler
-    }
-
-    public func executionMode(for request: HTTPRequest) -> HTTPExecutionMode { mode(request) }
-
-    public func respond(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPResponse {
-        handler(request, connection)
-    }
-
-    /// Echoes method, path, query and body size as text: `GET /a?b 0`.
-    public static let echo = HTTPClosureResponder { request, _ in
-        HTTPResponse(
-            status: .ok, headers: ["Content-Type": "text/plain"],
-            body: Array("\(request.method) \(request.path)\(request.query.map { "?\($0)" } ?? "") \(request.body.count)".utf8))
-    }
-}
-
 /// A running `HTTPServer` on an ephemeral port of 127.0.0.1, with test-sized settings.
 public final class HTTPTestServer: Sendable {
     /// The server.
@@ -93,25 +65,4 @@ public func withHTTPTestServer<Result>(
     let server = try HTTPTestServer(responder: responder, configure: configure)
     defer { server.stop() }
     return try body(server)
-}
-
-/// A job on a dedicated background thread (never the Swift concurrency pool), joined with `wait`.
-public final class HTTPBackgroundJob: Sendable {
-    private let done = DispatchSemaphore(value: 0)
-
-    /// Starts `body` on its own thread.
-    public init(_ body: @escaping @Sendable () -> Void) {
-        let done = self.done
-        let thread = Thread {
-            body()
-            done.signal()
-        }
-        thread.start()
-    }
-
-    /// Waits for the job; false if it did not finish within `timeout`.
-    @discardableResult
-    public func wait(timeout: Duration = .seconds(30)) -> Bool {
-        done.wait(timeout: .now() + .milliseconds(timeout.milliseconds)) == .success
-    }
 }

@@ -26,9 +26,10 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        .systemLibrary(name: "CLinux"),
         .target(
             name: "HTTPServer",
-            dependencies: [.product(name: "Logging", package: "swift-log")],
+            dependencies: ["CLinux", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .target(

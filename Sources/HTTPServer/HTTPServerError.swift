@@ -9,8 +9,6 @@ public enum HTTPServerError: Error, Sendable, Equatable, CustomStringConvertible
     case addressResolution(host: String, message: String)
     /// `start()` was called twice, or after `shutdown`.
     case alreadyStarted
-    /// epoll/eventfd could not be found in the C library.
-    case epollUnavailable
     /// A configuration value is out of range: which one.
     case invalidConfiguration(String)
 
@@ -22,8 +20,6 @@ public enum HTTPServerError: Error, Sendable, Equatable, CustomStringConvertible
             return "cannot resolve listen address \(host): \(message)"
         case .alreadyStarted:
             return "the server was already started"
-        case .epollUnavailable:
-            return "epoll is not available in this C library"
         case .invalidConfiguration(let what):
             return "invalid configuration: \(what)"
         }

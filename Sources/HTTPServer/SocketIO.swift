@@ -1,3 +1,4 @@
+internal import CLinux
 import Glibc
 
 /// The socket system calls the server makes, with errno captured where each fails.
@@ -62,32 +63,13 @@ enum SocketIO {
         case failed(errno: Int32)
     }
 
-    private typealias AcceptWithFlagsFunction =
-        @convention(c) (Int32, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<socklen_t>?, Int32) -> Int32
-
-    /// `accept4`, which the Glibc module does not import (it needs `_GNU_SOURCE`); looked up once
-    /// in the loaded C library. Without it, `accept` plus two `fcntl` calls do the same.
-    private static let acceptWithFlags: AcceptWithFlagsFunction? = {
-        guard let library = dlopen(nil, RTLD_NOW), let symbol = dlsym(library, "accept4") else { return nil }
-        // safe because this is the C library's accept4 and the type is its prototype.
-        return unsafeBitCast(symbol, to: AcceptWithFlagsFunction.self)
-    }()
-
     /// Accepts one connection as a non-blocking, close-on-exec socket with `TCP_NODELAY`.
     static func accept(from listener: Int32) -> AcceptResult {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let fd = withUnsafeMutablePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                if let accept4 = acceptWithFlags {
-                    return accept4(listener, address, &length, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
-                }
-                let fd = Glibc.accept(listener, address, &length)
-                if fd >= 0 {
-                    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-                    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-                }
-                return fd
+                locify_accept4(listener, address, &length, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
             }
         }
         guard fd >= 0 else {

@@ -6,9 +6,11 @@ import TestSupport
 
 @Suite("ConnectionPool across a PostgreSQL restart")
 struct ConnectionPoolRestartTests {
-    @Test("while the server is down queries fail fast as unavailable; after it restarts the same pool works", arguments: [
-        PostgresCluster.StopMode.fast, .immediate,
-    ])
+    @Test(
+        "while the server is down queries fail fast as unavailable; after it restarts the same pool works",
+        arguments: [
+            PostgresCluster.StopMode.fast, .immediate,
+        ])
     func survivesRestart(mode: PostgresCluster.StopMode) throws {
         let cluster = try PostgresCluster.start()
         defer { cluster.remove() }

@@ -45,10 +45,10 @@ struct MigrationRunnerTests {
     static let baseFiles = [
         "1_people.sql": "CREATE TABLE people (id int4 PRIMARY KEY, name text NOT NULL);",
         "2_pets.sql": """
-            CREATE TABLE pets (id int4 PRIMARY KEY, owner int4 NOT NULL REFERENCES people (id));
-            INSERT INTO people VALUES (1, 'Ada');
-            INSERT INTO pets VALUES (1, 1);
-            """,
+        CREATE TABLE pets (id int4 PRIMARY KEY, owner int4 NOT NULL REFERENCES people (id));
+        INSERT INTO people VALUES (1, 'Ada');
+        INSERT INTO pets VALUES (1, 1);
+        """,
         "10_pet_names.sql": "ALTER TABLE pets ADD COLUMN name text NOT NULL DEFAULT 'Rex';",
         "README.md": "not a migration",
         "notes.txt": "ignored",

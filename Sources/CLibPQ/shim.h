@@ -5,6 +5,7 @@
 
 /* Swift cannot import char-literal macros; re-export the diagnostic field codes we read. */
 static const int LOCIFY_PG_DIAG_SEVERITY = 'S';
+static const int LOCIFY_PG_DIAG_SEVERITY_NONLOCALIZED = 'V';
 static const int LOCIFY_PG_DIAG_SQLSTATE = 'C';
 static const int LOCIFY_PG_DIAG_MESSAGE_PRIMARY = 'M';
 static const int LOCIFY_PG_DIAG_MESSAGE_DETAIL = 'D';

@@ -32,6 +32,7 @@ public final class ConnectionPool: Sendable {
 
     /// Lends a connection to `body` and takes it back afterwards, whatever happens. A connection
     /// returned inside a transaction is rolled back; a broken one is discarded.
+    @discardableResult
     public func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         let lease = try acquire()
         defer { release(lease) }
@@ -47,6 +48,7 @@ public final class ConnectionPool: Sendable {
     /// returns normally leaves an aborted transaction: it is rolled back and SQLSTATE 25P02 thrown.
     /// Do not start a second transaction on the same pool from inside `body`: it needs another
     /// connection and can exhaust the pool.
+    @discardableResult
     public func withTransaction<T>(
         isolation: TransactionIsolation = .readCommitted,
         readOnly: Bool = false,
@@ -230,7 +232,7 @@ public final class ConnectionPool: Sendable {
             return Lease(try PostgresConnection.connect(configuration, logger: logger))
         } catch {
             releaseSlot()
-            logger.warning("could not open a postgres connection", metadata: ["error": "\(error)"])
+            logger.warning("could not open a postgres connection", metadata: ["error": "\(error.debugDescription)"])
             throw error
         }
     }

@@ -126,8 +126,16 @@ public final class PostgresConnection {
                 isBroken = true
                 return false
             }
+            // Parse what arrived: an error while idle reaches the notice receiver, and a FATAL one
+            // means the server is closing this session (terminated backend, shutdown) even if the
+            // socket is not closed yet.
+            _ = PQisBusy(handle)
             while let notification = PQnotifies(handle) {
                 PQfreemem(notification)
+            }
+            if noticeSink.receivedFatalError {
+                isBroken = true
+                return false
             }
         }
         return PQstatus(handle) == CONNECTION_OK
@@ -347,8 +355,11 @@ extension PostgresError {
 
 /// Receives the server's notices (e.g. "relation already exists, skipping") instead of libpq's
 /// default of printing them to stderr; logs only their severity and SQLSTATE, never their text.
+/// A FATAL error arriving while the connection is idle also comes here: it marks the session dead.
 private final class NoticeSink {
     let logger: Logger
+    /// Set when the server sent a FATAL or PANIC message outside a query.
+    var receivedFatalError = false
 
     init(logger: Logger) {
         self.logger = logger
@@ -358,7 +369,10 @@ private final class NoticeSink {
 private func receiveNotice(_ context: UnsafeMutableRawPointer?, _ result: OpaquePointer?) {
     guard let context, let result else { return }
     let sink = Unmanaged<NoticeSink>.fromOpaque(context).takeUnretainedValue()
-    let severity = PQresultErrorField(result, LOCIFY_PG_DIAG_SEVERITY).map { String(cString: $0) } ?? "NOTICE"
+    let severity = PQresultErrorField(result, LOCIFY_PG_DIAG_SEVERITY_NONLOCALIZED).map { String(cString: $0) } ?? "NOTICE"
     let sqlState = PQresultErrorField(result, LOCIFY_PG_DIAG_SQLSTATE).map { String(cString: $0) } ?? ""
+    if severity == "FATAL" || severity == "PANIC" {
+        sink.receivedFatalError = true
+    }
     sink.logger.debug("postgres notice", metadata: ["severity": "\(severity)", "sqlstate": "\(sqlState)"])
 }

@@ -38,6 +38,7 @@ public struct PostgresTimestamp: Sendable, Hashable, Comparable, CustomStringCon
         return PostgresTimestamp(millisecondsSince1970: sum)
     }
 
+    /// Earlier instants sort first.
     public static func < (lhs: PostgresTimestamp, rhs: PostgresTimestamp) -> Bool {
         lhs.millisecondsSince1970 < rhs.millisecondsSince1970
     }

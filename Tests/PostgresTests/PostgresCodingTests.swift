@@ -217,10 +217,12 @@ struct PostgresCodingTests {
         }
     }
 
-    @Test("timestamps at millisecond precision round-trip exactly, before 1970 and at the epoch included", arguments: [
-        Int64(0), -1, 1, 999, -999, -86_400_001, 1_748_733_300_123, -62_135_596_800_000, 253_402_300_799_999,
-        946_684_800_000, 946_684_799_999,
-    ])
+    @Test(
+        "timestamps at millisecond precision round-trip exactly, before 1970 and at the epoch included",
+        arguments: [
+            Int64(0), -1, 1, 999, -999, -86_400_001, 1_748_733_300_123, -62_135_596_800_000, 253_402_300_799_999,
+            946_684_800_000, 946_684_799_999,
+        ])
     func timestampRoundTrip(milliseconds: Int64) throws {
         try TestDatabase.with { database in
             try database.pool.withConnection { connection in

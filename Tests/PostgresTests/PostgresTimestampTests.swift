@@ -5,14 +5,16 @@ import Testing
 
 @Suite("PostgresTimestamp")
 struct PostgresTimestampTests {
-    @Test("renders RFC 3339 in UTC with milliseconds", arguments: [
-        (Int64(0), "1970-01-01T00:00:00.000Z"),
-        (Int64(-1), "1969-12-31T23:59:59.999Z"),
-        (Int64(1_748_733_300_123), "2025-05-31T23:15:00.123Z"),
-        (Int64(951_782_400_000), "2000-02-29T00:00:00.000Z"),
-        (Int64(-62_135_596_800_000), "0001-01-01T00:00:00.000Z"),
-        (Int64(253_402_300_799_999), "9999-12-31T23:59:59.999Z"),
-    ])
+    @Test(
+        "renders RFC 3339 in UTC with milliseconds",
+        arguments: [
+            (Int64(0), "1970-01-01T00:00:00.000Z"),
+            (Int64(-1), "1969-12-31T23:59:59.999Z"),
+            (Int64(1_748_733_300_123), "2025-05-31T23:15:00.123Z"),
+            (Int64(951_782_400_000), "2000-02-29T00:00:00.000Z"),
+            (Int64(-62_135_596_800_000), "0001-01-01T00:00:00.000Z"),
+            (Int64(253_402_300_799_999), "9999-12-31T23:59:59.999Z"),
+        ])
     func description(milliseconds: Int64, expected: String) {
         #expect(PostgresTimestamp(millisecondsSince1970: milliseconds).description == expected)
     }

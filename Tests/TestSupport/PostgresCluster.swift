@@ -95,30 +95,35 @@ public final class PostgresCluster: Sendable {
 
     private var dataDirectory: String { directory + "/data" }
 
-    /// Runs a PostgreSQL binary (as `postgres` when root), its output going to a log file.
+    /// Runs a PostgreSQL binary (as `postgres` when root) and waits for it; its output goes to a
+    /// log file in the cluster folder. Uses posix_spawn and waitpid directly: Foundation's
+    /// `Process` may never notice the exit of `pg_ctl start` while the server it launched runs on.
     private func run(_ program: String, _ arguments: [String]) throws {
-        let process = Process()
         let executable = binaries + "/" + program
-        if getuid() == 0 {
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
-            process.arguments = ["-u", "postgres", "--", executable] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-        }
+        let command = getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
         let logPath = directory + "/\(program).out"
-        guard FileManager.default.createFile(atPath: logPath, contents: nil), let log = FileHandle(forWritingAtPath: logPath) else {
-            throw TestDatabaseError("cannot write \(logPath)")
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let cArguments = command.map { strdup($0) }
+        defer { cArguments.forEach { free($0) } }
+        var processID: pid_t = 0
+        let spawned = posix_spawn(&processID, command[0], &actions, nil, cArguments + [nil], environ)
+        guard spawned == 0 else {
+            throw TestDatabaseError("cannot start \(command[0]): error \(spawned)")
         }
-        defer { try? log.close() }
-        process.standardOutput = log
-        process.standardError = log
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        var status: Int32 = 0
+        while waitpid(processID, &status, 0) < 0 {
+            guard errno == EINTR else { throw TestDatabaseError("waitpid failed: errno \(errno)") }
+        }
+        let exitedNormally = status & 0x7f == 0
+        let exitCode = (status >> 8) & 0xff
+        guard exitedNormally, exitCode == 0 else {
             let output = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-            throw TestDatabaseError("\(program) \(arguments.joined(separator: " ")) failed (\(process.terminationStatus)): \(output)")
+            throw TestDatabaseError("\(command.joined(separator: " ")) failed (status \(status)): \(output)")
         }
     }
 

@@ -74,6 +74,15 @@ public final class TestDatabase: Sendable {
         return configuration
     }
 
+    /// The repository's `migrations/` folder (found from this file's path), for
+    /// `create(migrationsDirectory:)`.
+    public static let projectMigrationsDirectory: String = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent()  // TestSupport
+        .deletingLastPathComponent()  // Tests
+        .deletingLastPathComponent()  // the repository
+        .appendingPathComponent("migrations")
+        .path
+
     /// A logger for tests: warnings and errors only, so test output stays readable.
     public static let logger: Logger = testLogger
 

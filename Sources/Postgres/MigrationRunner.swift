@@ -122,7 +122,8 @@ public struct MigrationRunner: Sendable {
 
     private func apply(_ file: MigrationFile, checksum: String, on connection: PostgresConnection) throws(PostgresError) {
         do throws(PostgresError) {
-            try connection.execute(unsafeSQL: "BEGIN")
+            // A migration may rewrite big tables: no statement timeout inside it.
+            try connection.execute(unsafeSQL: "BEGIN; SET LOCAL statement_timeout = 0")
             try connection.execute(unsafeSQL: file.sql)
             try connection.query("INSERT INTO schema_migrations (name, checksum) VALUES (\(file.name), \(checksum))")
             try connection.execute(unsafeSQL: "COMMIT")

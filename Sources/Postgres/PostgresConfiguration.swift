@@ -8,6 +8,9 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
     public private(set) var parameters: [Parameter]
     /// How long opening one connection may take, default 5 seconds.
     public var connectTimeout: Duration = .seconds(5)
+    /// The session's `statement_timeout`, default 30 seconds (nil: the server's setting), so a
+    /// stuck statement cannot hold a worker thread forever.
+    public var statementTimeout: Duration? = .seconds(30)
     /// The `application_name` reported to the server (visible in `pg_stat_activity`), default
     /// `locify`; an `application_name` in the connection string wins.
     public var applicationName = "locify"
@@ -84,11 +87,17 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
     }
 
     /// The keyword/value pairs handed to libpq when connecting: the explicit parameters win over
-    /// this library's defaults (`application_name`, UTF-8 client encoding).
+    /// this library's defaults (`application_name`, UTF-8 client encoding, TCP keepalives and a
+    /// user timeout so a silently dead network is noticed within about a minute).
     var connectParameters: [(keyword: String, value: String)] {
         var result: [(keyword: String, value: String)] = [
             ("application_name", applicationName),
             ("client_encoding", "UTF8"),
+            ("keepalives", "1"),
+            ("keepalives_idle", "30"),
+            ("keepalives_interval", "10"),
+            ("keepalives_count", "3"),
+            ("tcp_user_timeout", "60000"),
         ]
         result.append(contentsOf: parameters.map { ($0.keyword, $0.value) })
         return result

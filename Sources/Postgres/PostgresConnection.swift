@@ -32,12 +32,17 @@ public final class PostgresConnection {
     }
 
     /// Opens a connection (failing with `.connectionFailed` within `connectTimeout`), then sets the
-    /// session time zone to UTC.
+    /// session time zone to UTC and the statement timeout.
     public static func connect(_ configuration: PostgresConfiguration, logger: Logger) throws(PostgresError) -> PostgresConnection {
         let connection = try startConnecting(configuration, logger: logger)
         try connection.waitUntilConnected(timeout: configuration.connectTimeout)
         do {
-            try connection.execute(unsafeSQL: "SET TIME ZONE 'UTC'")
+            var setup = "SET TIME ZONE 'UTC'"
+            if let timeout = configuration.statementTimeout {
+                let (seconds, attoseconds) = timeout.components
+                setup += "; SET statement_timeout = \(seconds * 1000 + attoseconds / 1_000_000_000_000_000)"
+            }
+            try connection.execute(unsafeSQL: setup)
         } catch {
             throw PostgresError(kind: .connectionFailed, sqlState: error.sqlState, message: "session setup failed: \(error.message)")
         }

@@ -104,6 +104,27 @@ CREATE INDEX locations_by_category ON locations (user_id, category_id);
 CREATE INDEX locations_by_change ON locations (user_id, change_seq, id);
 CREATE INDEX locations_tombstones ON locations (changed_at) WHERE deleted_at IS NOT NULL;
 
+-- Invariant: a live location belongs to a live category of its user. The services check it
+-- before writing (for a clean E007); this trigger also holds it for single-statement writes whose
+-- snapshot predates a concurrent category delete (its query runs on a fresh snapshot, after the
+-- statement took the user's write lock). SQLSTATE LC001 tells the services which error it is.
+CREATE FUNCTION locify_require_live_category() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM 1 FROM categories
+     WHERE user_id = NEW.user_id AND id = NEW.category_id AND deleted_at IS NULL;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'category % is not a live category of its user', NEW.category_id
+              USING ERRCODE = 'LC001';
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+CREATE TRIGGER locations_live_category
+    BEFORE INSERT OR UPDATE OF category_id, deleted_at ON locations
+    FOR EACH ROW WHEN (NEW.deleted_at IS NULL)
+    EXECUTE FUNCTION locify_require_live_category();
+
 -- Durable clean-up work for Google (Storage objects, the Auth account), recorded in the same
 -- transaction as the deletion that needs it and run by the job worker until it succeeds.
 CREATE TABLE cleanup_jobs (

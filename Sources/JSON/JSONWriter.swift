@@ -127,6 +127,16 @@ public struct JSONWriter: Sendable {
         needsComma = true
     }
 
+    /// Writes a string value whose characters `append` adds to the buffer as they are, without
+    /// escaping: only for text known to need none (UUIDs, timestamps), to skip a temporary String.
+    public mutating func unescapedString(_ append: (inout [UInt8]) -> Void) {
+        separate()
+        bytes.append(0x22)
+        append(&bytes)
+        bytes.append(0x22)
+        needsComma = true
+    }
+
     /// Splices pre-encoded JSON as one value. The caller guarantees it is a valid JSON value.
     public mutating func raw<Bytes: Sequence>(_ encoded: Bytes) where Bytes.Element == UInt8 {
         separate()

@@ -43,7 +43,8 @@ public struct CategoryService: Sendable {
     }
 
     private func write(_ caller: Caller, _ draft: CategoryDraft, _ intent: LastWriteWins.Intent) throws -> WriteOutcome<Category> {
-        try pool.withTransaction { connection in
+        if intent == .create, let created = try createFast(caller, draft) { return .created(created) }
+        return try pool.withTransaction { connection in
             let stamp = try AccountGate.beginWrite(connection, caller)
             let stored = try CategoryStore.find(connection, userID: caller.userID, id: draft.id)
             let now = self.now()
@@ -60,6 +61,17 @@ public struct CategoryService: Sendable {
         }
     }
 
+    /// The common case of a create, a new id, in one statement (see `CategoryStore.insertIfNew`);
+    /// nil sends the write down the general path, which tells every other case apart.
+    private func createFast(_ caller: Caller, _ draft: CategoryDraft) throws -> Category? {
+        let now = self.now()
+        guard case .insert(let at) = LastWriteWins.decide(.create, stored: nil, requested: draft.updatedAt, sameContent: false, now: now)
+        else { return nil }
+        return try pool.withConnection { connection in
+            try CategoryStore.insertIfNew(connection, caller, draft, at: at, createdAt: min(draft.createdAt ?? at, now))
+        }
+    }
+
     /// DELETE: tombstones the category. With `reassignTo`, its live locations move to that
     /// category and the category's Storage folder is queued for deletion; without it, its live
     /// locations are tombstoned too and their folders and owned objects are queued as well.
@@ -68,7 +80,15 @@ public struct CategoryService: Sendable {
         if reassignTo == id {
             throw LocifyError.invalid("reassign_category_id", "must not be the category being deleted")
         }
-        return try pool.withTransaction { connection in
+        do {
+            return try deleteInTransaction(caller, id: id, updatedAt: updatedAt, reassignTo: reassignTo)
+        } catch {
+            throw CategoryGuard.mapping(error)
+        }
+    }
+
+    private func deleteInTransaction(_ caller: Caller, id: UUID, updatedAt: Timestamp?, reassignTo: UUID?) throws -> Category {
+        try pool.withTransaction { connection in
             let stamp = try AccountGate.beginWrite(connection, caller)
             let stored = try CategoryStore.find(connection, userID: caller.userID, id: id)
             let decision = LastWriteWins.decide(

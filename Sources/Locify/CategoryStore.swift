@@ -32,6 +32,29 @@ enum CategoryStore {
                 """))
     }
 
+    /// The create fast path, one statement: takes the user's write lock and stamp (unless the
+    /// account is missing or the token revoked) and inserts the record when its id is new. Returns
+    /// nil when it inserted nothing.
+    static func insertIfNew(
+        _ connection: PostgresConnection, _ caller: Caller, _ draft: CategoryDraft, at: Timestamp, createdAt: Timestamp
+    ) throws -> Category? {
+        try connection.query(
+            """
+            WITH account AS (
+                UPDATE users SET change_seq = change_seq + 1
+                WHERE id = \(caller.userID) AND tokens_valid_after < \(caller.tokenIssuedAt)
+                RETURNING change_seq
+            )
+            INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, change_seq, changed_at)
+            SELECT \(caller.userID), \(draft.id), \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.icon), 1,
+                   \(createdAt), \(at), account.change_seq, clock_timestamp()
+            FROM account
+            ON CONFLICT (user_id, id) DO NOTHING
+            RETURNING \(unsafeSQL: Category.columns("c"))
+            """
+        ).first.map { row throws(PostgresError) in try Category(row: row) }
+    }
+
     /// Replaces the editable fields (and revives a tombstone): version + 1.
     static func overwrite(
         _ connection: PostgresConnection, userID: String, _ draft: CategoryDraft, at: Timestamp, stamp: Int64

@@ -42,6 +42,17 @@ public struct LocationService: Sendable {
     }
 
     private func write(_ caller: Caller, _ draft: LocationDraft, _ intent: LastWriteWins.Intent) throws -> WriteOutcome<Location> {
+        if intent == .create, let created = try createFast(caller, draft) { return .created(created) }
+        do {
+            return try writeInTransaction(caller, draft, intent)
+        } catch {
+            throw CategoryGuard.mapping(error)
+        }
+    }
+
+    private func writeInTransaction(
+        _ caller: Caller, _ draft: LocationDraft, _ intent: LastWriteWins.Intent
+    ) throws -> WriteOutcome<Location> {
         try pool.withTransaction { connection in
             let stamp = try AccountGate.beginWrite(connection, caller)
             let stored = try LocationStore.find(connection, userID: caller.userID, id: draft.id)
@@ -60,6 +71,21 @@ public struct LocationService: Sendable {
                     try requireLiveCategory(connection, caller, draft)
                     return try LocationStore.overwrite(connection, userID: caller.userID, draft, at: at, stamp: stamp)
                 })
+        }
+    }
+
+    /// The common case of a create, a new id, in one statement (see `LocationStore.insertIfNew`);
+    /// nil sends the write down the general path, which tells every other case apart.
+    private func createFast(_ caller: Caller, _ draft: LocationDraft) throws -> Location? {
+        let now = self.now()
+        guard case .insert(let at) = LastWriteWins.decide(.create, stored: nil, requested: draft.updatedAt, sameContent: false, now: now)
+        else { return nil }
+        do {
+            return try pool.withConnection { connection in
+                try LocationStore.insertIfNew(connection, caller, draft, at: at, createdAt: min(draft.createdAt ?? at, now))
+            }
+        } catch let error as PostgresError where error.sqlState == CategoryGuard.sqlState {
+            return nil
         }
     }
 

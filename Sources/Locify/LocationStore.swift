@@ -28,6 +28,32 @@ enum LocationStore {
                 """))
     }
 
+    /// The create fast path, one statement: takes the user's write lock and stamp (unless the
+    /// account is missing or the token revoked) and inserts the record when its id is new. Returns
+    /// nil when it inserted nothing; throws `CategoryGuard.sqlState` when the category is not live.
+    static func insertIfNew(
+        _ connection: PostgresConnection, _ caller: Caller, _ draft: LocationDraft, at: Timestamp, createdAt: Timestamp
+    ) throws -> Location? {
+        try connection.query(
+            """
+            WITH account AS (
+                UPDATE users SET change_seq = change_seq + 1
+                WHERE id = \(caller.userID) AND tokens_valid_after < \(caller.tokenIssuedAt)
+                RETURNING change_seq
+            )
+            INSERT INTO locations AS l (user_id, id, category_id, name, name_key, address, description, search_text,
+                                        latitude, longitude, is_favorite, image_urls, version, created_at, updated_at,
+                                        change_seq, changed_at)
+            SELECT \(caller.userID), \(draft.id), \(draft.categoryID), \(draft.name), \(TextRules.sortKey(draft.name)),
+                   \(draft.address), \(draft.description), \(draft.searchText), \(draft.latitude), \(draft.longitude),
+                   \(draft.isFavorite), \(draft.imageURLs), 1, \(createdAt), \(at), account.change_seq, clock_timestamp()
+            FROM account
+            ON CONFLICT (user_id, id) DO NOTHING
+            RETURNING \(unsafeSQL: Location.columns("l"))
+            """
+        ).first.map { row throws(PostgresError) in try Location(row: row) }
+    }
+
     /// Replaces the editable fields (and revives a tombstone): version + 1.
     static func overwrite(
         _ connection: PostgresConnection, userID: String, _ draft: LocationDraft, at: Timestamp, stamp: Int64

@@ -6,19 +6,11 @@ import Locify
 /// lower-case UUIDs, RFC 3339 millisecond UTC timestamps, `sync_status` always `synced`.
 extension JSONWriter {
     mutating func uuid(_ id: UUID) {
-        var quoted: [UInt8] = [0x22]
-        quoted.reserveCapacity(38)
-        id.appendLowercased(to: &quoted)
-        quoted.append(0x22)
-        raw(quoted)
+        unescapedString { id.appendLowercased(to: &$0) }
     }
 
     mutating func timestamp(_ timestamp: Timestamp) {
-        var quoted: [UInt8] = [0x22]
-        quoted.reserveCapacity(26)
-        timestamp.appendRFC3339(to: &quoted)
-        quoted.append(0x22)
-        raw(quoted)
+        unescapedString { timestamp.appendRFC3339(to: &$0) }
     }
 
     mutating func category(_ category: Category, userID: String) {

@@ -218,3 +218,9 @@ struct AuthTests {
         response.object["error"]?.objectValue?["message"]?.stringValue
     }
 }
+
+/// A test precondition that did not hold.
+struct AuthTestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

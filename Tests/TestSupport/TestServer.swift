@@ -25,13 +25,17 @@ public final class TestServer: Sendable {
 
     /// Starts everything. `configure` adjusts the configuration (rate limits are off by default;
     /// Google credentials point at the fake); `dependencies` the test hooks (short worker timings).
-    /// `logger` receives the application's logs (default: quiet unless `LOCIFY_TEST_LOG` is set).
+    /// `prepareGoogle` sets up the fake before the application starts (its start-up fetch of the
+    /// ID-token keys sees it); `logger` receives the application's logs (default: quiet unless
+    /// `LOCIFY_TEST_LOG` is set).
     public static func start(
         configure: (inout Configuration) -> Void = { _ in },
         dependencies configureDependencies: (inout ApplicationDependencies) -> Void = { _ in },
+        google prepareGoogle: (FakeGoogle) -> Void = { _ in },
         logger: Logger? = nil
     ) throws -> TestServer {
         let google = try FakeGoogleServer()
+        prepareGoogle(google.fake)
         let database = try TestDatabase.create(migrationsDirectory: ProjectPaths.migrations, poolSize: 2)
         var configuration = Configuration(databaseURL: database.connectionString, firebaseProjectID: TestConstants.projectID)
         configuration.port = 0

@@ -32,7 +32,7 @@ public final class FakeGoogle: Sendable {
     }
 
     /// An object deletion the fake performed.
-    public struct Deletion: Sendable, Equatable {
+    public struct Deletion: Sendable, Hashable {
         public var bucket: String
         public var name: String
 

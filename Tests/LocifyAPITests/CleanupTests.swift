@@ -146,6 +146,22 @@ struct CleanupTests {
         #expect(server.fake.accountDeleteRequestUIDs == [scenario.uid])
     }
 
+    @Test("a uid with characters that need encoding (+, space, &, ?, #, %, non-ASCII) is cleaned up exactly")
+    func uidNeedingEncoding() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let uid = "odd+uid ü&=?#%2F" + UUID().uuidString.prefix(4)
+        let mine = ["locations/\(uid)/l/a b+c.jpg", "categories/\(uid)/k/i.png"]
+        let lookalikes = ["locations/odd uid ü&=?#%2F\(uid.suffix(4))/l/a.jpg", "locations/\(uid)x/a.jpg"]
+        server.fake.addObjects(mine + lookalikes, bucket: Self.bucket)
+        server.fake.addAccounts([uid])
+        #expect(try server.request("DELETE", "/v1/users/me", as: uid).status == 204)
+        #expect(Self.waitForEmptyQueue(server))
+        #expect(Set(server.fake.deletions.map(\.name)) == Set(mine))
+        #expect(Set(server.fake.objects(bucket: Self.bucket)) == Set(lookalikes))
+        #expect(server.fake.deletedAccounts == [uid])
+    }
+
     @Test("an Auth account that does not exist (USER_NOT_FOUND) and empty folders count as done")
     func nothingToDelete() throws {
         let server = try TestServer.start()
@@ -467,6 +483,29 @@ struct CleanupTests {
             try connection.query("SELECT last_error FROM cleanup_jobs WHERE last_error IS NOT NULL LIMIT 1").first?.decode(0)
         }
         #expect(lastError?.contains("Invalid JWT Signature") == true, "\(lastError ?? "no error")")
+    }
+
+    @Test("a missing or malformed credentials file stops the server at start, naming the problem")
+    func badCredentialsFile() throws {
+        let missing = "/nonexistent/locify-\(UUID().uuidString).json"
+        do {
+            let server = try TestServer.start(configure: { $0.googleApplicationCredentials = missing })
+            server.stop()
+            Issue.record("the server started with a missing credentials file")
+        } catch {
+            #expect("\(error)".contains(missing))
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locify-sa-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let malformed = directory.appendingPathComponent("service-account.json")
+        try Data(#"{"type": "service_account", "project_id": "p"}"#.utf8).write(to: malformed)
+        do {
+            let server = try TestServer.start(configure: { $0.googleApplicationCredentials = malformed.path })
+            server.stop()
+            Issue.record("the server started with an incomplete credentials file")
+        } catch {
+            #expect("\(error)".contains("private_key"))
+        }
     }
 
     /// Writes a service-account key file signed by `key` (same account otherwise); returns its path.

@@ -151,6 +151,39 @@ struct AuthTests {
         #expect(users == 0)
     }
 
+    @Test("several Authorization headers are refused like any bad credentials")
+    func severalAuthorizationHeaders() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let token = try server.token(for: "auth-twice")
+        let response = try server.request(
+            "GET", "/v1/users/me", headers: [("Authorization", "Bearer \(token)"), ("Authorization", "Bearer \(token)")])
+        #expect(response.status == 401 && response.errorCode == "E005")
+        #expect(response.headers["WWW-Authenticate"] == #"Bearer error="invalid_token""#)
+    }
+
+    @Test("the reason of a refusal goes to the log with the request id; the token itself is never logged")
+    func refusalReasonIsLogged() throws {
+        let log = CapturedLog()
+        let server = try TestServer.start(logger: log.logger)
+        defer { server.stop() }
+        let minter = server.minter
+        let expired = try minter.sign(
+            header: minter.header(), claims: minter.claims(uid: "auth-logged", issuedAt: Date().timeIntervalSince1970 - 7200))
+        let valid = try server.token(for: "auth-logged")
+        let response = try server.request("GET", "/v1/users/me", token: expired, headers: [("X-Request-Id", "req-expired-1")])
+        #expect(response.status == 401)
+        #expect(!response.text.contains("expired"), "the client is not told why")
+        #expect(try server.request("GET", "/v1/users/me", token: valid).status == 200)
+        let refusals = log.all.filter { $0.metadata["request_id"] == "req-expired-1" && $0.metadata["reason"] != nil }
+        #expect(refusals.contains { $0.metadata["reason"]?.contains("expired") == true }, "\(refusals)")
+        let signatures = [expired, valid].map { String($0.split(separator: ".").last ?? "") }
+        for entry in log.all {
+            let text = entry.message + " " + entry.metadata.values.joined(separator: " ")
+            #expect(signatures.allSatisfy { !text.contains($0) }, "a token leaked into the log: \(entry.message)")
+        }
+    }
+
     @Test("a 128-character sub is accepted; the 60 s clock skew is allowed on exp and iat")
     func boundaries() throws {
         let server = try TestServer.start()

@@ -25,7 +25,7 @@ public final class TestServer: Sendable {
 
     /// Starts everything. `configure` adjusts the configuration (rate limits are off by default;
     /// Google credentials point at the fake); `dependencies` the test hooks (short worker timings).
-    /// `prepareGoogle` sets up the fake before the application starts (its start-up fetch of the
+    /// `google` sets up the fake before the application starts (its start-up fetch of the
     /// ID-token keys sees it); `logger` receives the application's logs (default: quiet unless
     /// `LOCIFY_TEST_LOG` is set).
     public static func start(

@@ -50,6 +50,12 @@ enum AccountGate {
             """)
     }
 
+    /// Provisions the account on first sight and refuses a revoked token, for a request that may
+    /// otherwise touch no row of the user (a sync push whose changes all fail validation).
+    static func admit(_ connection: PostgresConnection, _ caller: Caller) throws {
+        try read(connection, caller, "SELECT tokens_valid_after FROM users WHERE id = \(caller.userID)") { _ in }
+    }
+
     /// Runs a read whose first column is the user's `tokens_valid_after` (NULL or no row when the
     /// account does not exist yet): provisions and retries once when needed, then checks the token.
     static func read<T>(

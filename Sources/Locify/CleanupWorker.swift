@@ -38,6 +38,8 @@ public final class CleanupWorker: Sendable {
     private let logger: Logger
     private let cachedStatistics = Mutex(QueueStatistics(pending: 0, failed: 0))
     private let task = Mutex<PeriodicTask?>(nil)
+    /// Set by `stop`: `runDueJobs` claims no further job, so stopping waits for one job at most.
+    private let stopRequested = Atomic<Bool>(false)
 
     /// - Parameters:
     ///   - pool: a pool of its own (one connection is enough), since a job holds its
@@ -67,18 +69,19 @@ public final class CleanupWorker: Sendable {
         task.withLock { $0 }?.wake()
     }
 
-    /// Stops after the job in progress, if any.
+    /// Stops after the job in progress, if any (the rest of the queue waits for the next start).
     public func stop() {
+        stopRequested.store(true, ordering: .relaxed)
         task.withLock { $0 }?.stop()
     }
 
-    /// Runs every due job once; returns how many ran. Errors are logged, never thrown.
+    /// Runs every due job once (none after `stop`); returns how many ran. Errors are logged, never thrown.
     @discardableResult
     public func runDueJobs() -> Int {
         var ran = 0
         if executor != nil {
             do {
-                while try runNextJob() { ran += 1 }
+                while !stopRequested.load(ordering: .relaxed), try runNextJob() { ran += 1 }
             } catch {
                 logger.warning("clean-up worker cannot reach the database", metadata: ["error": "\(error)"])
             }

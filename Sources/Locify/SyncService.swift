@@ -95,6 +95,9 @@ extension SyncService {
         if elements.count > maxPushChanges {
             throw LocifyError.invalid("changes", "must hold at most \(maxPushChanges) changes")
         }
+        // The account gate runs even when no change reaches the database (an empty batch, or
+        // every change malformed): a revoked token is refused, a new user provisioned.
+        try pool.withConnection { connection in try AccountGate.admit(connection, caller) }
         let items = elements.map(PushItem.init)
         var outcomes = [PushResult.Outcome?](repeating: nil, count: items.count)
         let order = items.indices.sorted { (items[$0].group, $0) < (items[$1].group, $1) }

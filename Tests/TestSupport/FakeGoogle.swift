@@ -32,7 +32,7 @@ public final class FakeGoogle: Sendable {
     }
 
     /// An object deletion the fake performed.
-    public struct Deletion: Sendable, Equatable {
+    public struct Deletion: Sendable, Hashable {
         public var bucket: String
         public var name: String
 
@@ -65,6 +65,7 @@ public final class FakeGoogle: Sendable {
         var userNotFoundMessage = "USER_NOT_FOUND"
         var failures: [Endpoint: [InjectedFailure]] = [:]
         var droppedConnections = 0
+        var adminCallDelay: Double = 0
         var requests: [RecordedRequest] = []
         var transportURLs: [String] = []
     }
@@ -187,6 +188,18 @@ public final class FakeGoogle: Sendable {
         }
     }
 
+    /// Forgets every failure injected with `failNext` that has not happened yet.
+    public func clearFailures() {
+        state.withLock { $0.failures = [:] }
+    }
+
+    /// Seconds every Storage and Identity Toolkit call takes before it is answered (default 0), so
+    /// concurrent workers overlap in tests.
+    public var adminCallDelay: Double {
+        get { state.withLock { $0.adminCallDelay } }
+        set { state.withLock { $0.adminCallDelay = max(0, newValue) } }
+    }
+
     /// Makes the next `count` requests through `InProcessTransport` fail without an HTTP answer.
     public func dropNextConnections(_ count: Int = 1) {
         state.withLock { $0.droppedConnections += count }
@@ -221,6 +234,10 @@ public final class FakeGoogle: Sendable {
     ) -> (status: Int, headers: [(String, String)], body: [UInt8]) {
         let endpoint = route(method: method, path: path)
         let request = RecordedRequest(endpoint: endpoint, method: method, path: path, query: query, headers: headers, body: body)
+        let delay = state.withLock { $0.adminCallDelay }
+        if delay > 0, let endpoint, endpoint != .certificates, endpoint != .token {
+            Thread.sleep(forTimeInterval: delay)
+        }
         let injected: InjectedFailure? = state.withLock { state in
             state.requests.append(request)
             guard let endpoint, var queue = state.failures[endpoint], !queue.isEmpty else { return nil }

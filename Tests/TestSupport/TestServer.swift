@@ -6,6 +6,7 @@ import Locify
 import LocifyAPI
 import Logging
 import Postgres
+import Synchronization
 
 /// The whole server, end to end, for API tests: a fresh migrated database, the application
 /// built by `buildApplication` on an ephemeral port, and a fake Google over real sockets that
@@ -24,11 +25,17 @@ public final class TestServer: Sendable {
 
     /// Starts everything. `configure` adjusts the configuration (rate limits are off by default;
     /// Google credentials point at the fake); `dependencies` the test hooks (short worker timings).
+    /// `google` sets up the fake before the application starts (its start-up fetch of the
+    /// ID-token keys sees it); `logger` receives the application's logs (default: quiet unless
+    /// `LOCIFY_TEST_LOG` is set).
     public static func start(
         configure: (inout Configuration) -> Void = { _ in },
-        dependencies configureDependencies: (inout ApplicationDependencies) -> Void = { _ in }
+        dependencies configureDependencies: (inout ApplicationDependencies) -> Void = { _ in },
+        google prepareGoogle: (FakeGoogle) -> Void = { _ in },
+        logger: Logger? = nil
     ) throws -> TestServer {
         let google = try FakeGoogleServer()
+        prepareGoogle(google.fake)
         let database = try TestDatabase.create(migrationsDirectory: ProjectPaths.migrations, poolSize: 2)
         var configuration = Configuration(databaseURL: database.connectionString, firebaseProjectID: TestConstants.projectID)
         configuration.port = 0
@@ -42,18 +49,18 @@ public final class TestServer: Sendable {
         configuration.rateLimitPerSecond = 0
         configuration.shutdownGraceSeconds = 2
         configure(&configuration)
-        var dependencies = ApplicationDependencies()
-        dependencies.openAPIPath = ProjectPaths.root.appendingPathComponent("openapi.yaml").path
-        dependencies.cleanupSettings.pollInterval = .milliseconds(100)
-        dependencies.cleanupSettings.baseBackoff = 0.05
-        dependencies.cleanupSettings.maxBackoff = 0.5
-        dependencies.configureHTTP = { http in
-            http.ioThreads = 2
-            http.timerResolution = .milliseconds(50)
-        }
+        var dependencies = testDependencies()
         configureDependencies(&dependencies)
-        let application = try buildApplication(configuration: configuration, logger: testServerLogger, dependencies: dependencies)
-        try application.start()
+        let application: Application
+        do {
+            application = try buildApplication(
+                configuration: configuration, logger: logger ?? testServerLogger, dependencies: dependencies)
+            try application.start()
+        } catch {
+            google.stop()
+            try? database.drop()
+            throw error
+        }
         return TestServer(
             application: application, database: database, google: google, configuration: configuration,
             minter: TokenMinter(projectId: TestConstants.projectID))
@@ -68,6 +75,51 @@ public final class TestServer: Sendable {
         self.google = google
         self.configuration = configuration
         self.minter = minter
+    }
+
+    /// The test defaults of the application's hooks: short clean-up worker timings (100 ms poll,
+    /// 50 ms base backoff, 0.5 s cap), two I/O threads, 50 ms timer resolution.
+    static func testDependencies() -> ApplicationDependencies {
+        var dependencies = ApplicationDependencies()
+        dependencies.openAPIPath = ProjectPaths.root.appendingPathComponent("openapi.yaml").path
+        dependencies.cleanupSettings.pollInterval = .milliseconds(100)
+        dependencies.cleanupSettings.baseBackoff = 0.05
+        dependencies.cleanupSettings.maxBackoff = 0.5
+        dependencies.configureHTTP = { http in
+            http.ioThreads = 2
+            http.timerResolution = .milliseconds(50)
+        }
+        return dependencies
+    }
+
+    /// Builds and starts another application on this server's database and fake Google (a
+    /// second instance, or a restarted one), on its own ephemeral port, with this server's
+    /// configuration adjusted by `configure`. The caller shuts it down.
+    public func startApplication(
+        configure: (inout Configuration) -> Void = { _ in },
+        dependencies configureDependencies: (inout ApplicationDependencies) -> Void = { _ in },
+        logger: Logger? = nil
+    ) throws -> Application {
+        var configuration = self.configuration
+        configuration.port = 0
+        configure(&configuration)
+        var dependencies = Self.testDependencies()
+        configureDependencies(&dependencies)
+        let application = try buildApplication(
+            configuration: configuration, logger: logger ?? testServerLogger, dependencies: dependencies)
+        try application.start()
+        return application
+    }
+
+    /// Polls `condition` every 20 ms until it holds or `timeout` passes (a generous upper bound,
+    /// never a speed assertion); returns its last value.
+    public static func eventually(timeout: Duration = .seconds(60), _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return try condition()
     }
 
     /// Shuts the server down and drops its database.
@@ -90,6 +142,29 @@ public final class TestServer: Sendable {
         _ method: String, _ target: String, token: String? = nil, json: JSONValue? = nil, body: [UInt8]? = nil,
         headers: [(String, String)] = []
     ) throws -> TestResponse {
+        try Self.send(port: port, method, target, token: token, json: json, body: body, headers: headers)
+    }
+
+    /// `request` with a token minted for `uid`.
+    public func request(
+        _ method: String, _ target: String, as uid: String, json: JSONValue? = nil, headers: [(String, String)] = []
+    ) throws -> TestResponse {
+        try request(method, target, token: token(for: uid), json: json, headers: headers)
+    }
+
+    /// `request` to another application (e.g. one from `startApplication`) listening on `port`.
+    public func request(
+        port: Int, _ method: String, _ target: String, token: String? = nil, json: JSONValue? = nil,
+        headers: [(String, String)] = []
+    ) throws -> TestResponse {
+        try Self.send(port: port, method, target, token: token, json: json, body: nil, headers: headers)
+    }
+
+    /// Sends one request to `127.0.0.1:<port>` on a fresh connection and reads the response.
+    static func send(
+        port: Int, _ method: String, _ target: String, token: String?, json: JSONValue?, body: [UInt8]?,
+        headers: [(String, String)]
+    ) throws -> TestResponse {
         var fields = [("Host", "127.0.0.1:\(port)"), ("Connection", "close")]
         if let token { fields.append(("Authorization", "Bearer \(token)")) }
         var payload = body ?? []
@@ -108,13 +183,6 @@ public final class TestServer: Sendable {
         defer { client.close() }
         try client.send(Array(head.utf8) + payload)
         return TestResponse(try client.readResponse(timeout: .seconds(30), isResponseToHead: method == "HEAD"))
-    }
-
-    /// `request` with a token minted for `uid`.
-    public func request(
-        _ method: String, _ target: String, as uid: String, json: JSONValue? = nil, headers: [(String, String)] = []
-    ) throws -> TestResponse {
-        try request(method, target, token: token(for: uid), json: json, headers: headers)
     }
 }
 
@@ -156,3 +224,57 @@ let testServerLogger: Logger = {
     logger.logLevel = level
     return logger
 }()
+
+/// A log handler that keeps every message (and forwards it to the usual test logger), so tests
+/// can assert what the server logged and how often.
+public final class CapturedLog: Sendable {
+    /// One logged message.
+    public struct Entry: Sendable {
+        public var level: Logger.Level
+        public var message: String
+        public var metadata: [String: String]
+    }
+
+    private let entries = Mutex<[Entry]>([])
+
+    public init() {}
+
+    /// A logger (trace level) whose messages land here.
+    public var logger: Logger {
+        var logger = Logger(label: "locify-test-captured") { _ in CapturingHandler(log: self) }
+        logger.logLevel = .trace
+        return logger
+    }
+
+    /// Every message so far.
+    public var all: [Entry] { entries.withLock { $0 } }
+
+    /// The messages containing `text`.
+    public func messages(containing text: String) -> [Entry] {
+        all.filter { $0.message.contains(text) }
+    }
+
+    fileprivate func append(_ entry: Entry) {
+        entries.withLock { $0.append(entry) }
+    }
+}
+
+private struct CapturingHandler: LogHandler {
+    let log: CapturedLog
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var fields = metadata
+        if let explicit = event.metadata { fields.merge(explicit) { $1 } }
+        log.append(
+            CapturedLog.Entry(
+                level: event.level, message: event.message.description, metadata: fields.mapValues { "\($0)" }))
+        testServerLogger.log(level: event.level, event.message, metadata: event.metadata)
+    }
+}

@@ -106,7 +106,7 @@ public struct CategoryService: Sendable {
         _ connection: PostgresConnection, _ userID: String, category: Category, reassignTo: UUID?, at: Timestamp,
         stamp: Int64
     ) throws {
-        var jobs = [CleanupJob.categoryFolder(userID: userID, id: category.id.lowercasedString)]
+        var jobs = CleanupJob.categoryFolders(userID: userID, id: category.id)
         if let target = reassignTo {
             guard try CategoryStore.isLive(connection, userID: userID, id: target) else {
                 throw LocifyError.notFound("category")
@@ -116,10 +116,14 @@ public struct CategoryService: Sendable {
             let removed = try LocationStore.tombstoneAll(connection, userID: userID, in: category.id, at: at, stamp: stamp)
             var urls = category.icon.map { [$0] } ?? []
             for location in removed {
-                jobs.append(.locationFolder(userID: userID, id: location.id.lowercasedString))
+                jobs += CleanupJob.locationFolders(userID: userID, id: location.id)
                 urls += location.imageURLs
             }
-            jobs += storage.ownedObjects(urls, userID: userID).map { CleanupJob(kind: .storageObject, target: $0) }
+            // Objects inside a folder queued above go with it.
+            let folders = jobs.map(\.target)
+            jobs += storage.ownedObjects(urls, userID: userID)
+                .filter { path in !folders.contains { path.hasPrefix($0) } }
+                .map { CleanupJob(kind: .storageObject, target: $0) }
         }
         if CleanupJob.isFolderSafe(userID: userID) {
             try CleanupJobStore.enqueue(connection, userID: userID, jobs)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// One durable piece of clean-up work for Google, recorded in the transaction that made it
 /// necessary and retried by `CleanupWorker` until it succeeds (API.md section 8).
 public struct CleanupJob: Sendable, Equatable {
@@ -20,14 +22,20 @@ public struct CleanupJob: Sendable, Equatable {
         self.target = target
     }
 
-    /// The user's folder of one location: `locations/<uid>/<location id>/`.
-    static func locationFolder(userID: String, id: String) -> CleanupJob {
-        CleanupJob(kind: .storagePrefix, target: "locations/\(userID)/\(id)/")
+    /// The user's folders of one location: `locations/<uid>/<location id>/`, with the id in lower
+    /// case and in upper case (iOS clients name folders with `uuidString`, which is upper case).
+    static func locationFolders(userID: String, id: UUID) -> [CleanupJob] {
+        folders("locations", userID: userID, id: id)
     }
 
-    /// The user's folder of one category: `categories/<uid>/<category id>/`.
-    static func categoryFolder(userID: String, id: String) -> CleanupJob {
-        CleanupJob(kind: .storagePrefix, target: "categories/\(userID)/\(id)/")
+    /// The user's folders of one category: `categories/<uid>/<category id>/`, both letter cases.
+    static func categoryFolders(userID: String, id: UUID) -> [CleanupJob] {
+        folders("categories", userID: userID, id: id)
+    }
+
+    private static func folders(_ root: String, userID: String, id: UUID) -> [CleanupJob] {
+        let lower = id.lowercasedString
+        return [lower, lower.uppercased()].map { CleanupJob(kind: .storagePrefix, target: "\(root)/\(userID)/\($0)/") }
     }
 
     /// Whether Storage paths can safely be built from this uid: a uid with a `/` (or a dot

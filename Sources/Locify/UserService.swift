@@ -9,6 +9,12 @@ public struct UserService: Sendable {
 
     private static let profileColumns = "u.id, u.email, u.name, u.created_at, u.updated_at"
 
+    /// Runs the account gate alone: provisions a new account and refuses a token issued before
+    /// the account's deletion (`LocifyError.tokenRevoked`).
+    public func admit(_ caller: Caller) throws {
+        try pool.withConnection { connection in try AccountGate.admit(connection, caller) }
+    }
+
     public func profile(_ caller: Caller) throws -> UserProfile {
         try pool.withConnection { connection in
             try AccountGate.read(

@@ -115,7 +115,8 @@ public func buildApplication(
     settings.maxPushChanges = configuration.maxPushChanges
     let services = LocifyServices(pool: pool, settings: settings, now: dependencies.now)
 
-    let workerPool = ConnectionPool(configuration: databaseConfiguration, size: 1, logger: logger)
+    // The clean-up worker holds a connection while Google answers; the purge needs another.
+    let workerPool = ConnectionPool(configuration: databaseConfiguration, size: 2, logger: logger)
     let executor = try cleanupExecutor(configuration: configuration, transport: dependencies.googleTransport, logger: logger)
     let cleanupWorker = CleanupWorker(
         pool: workerPool, executor: executor, settings: dependencies.cleanupSettings, logger: logger)
@@ -157,7 +158,7 @@ public func buildApplication(
     let responder = LocifyResponder(
         router: router, authenticator: Authenticator(verifier: verifier, logger: logger),
         rateLimiter: RateLimiter(ratePerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
-        metrics: metrics, logger: logger)
+        admit: { caller in try services.users.admit(caller) }, metrics: metrics, logger: logger)
     let server = HTTPServer(configuration: http, responder: responder, logger: logger)
     serverBox.server = server
     return Application(

@@ -9,6 +9,9 @@ struct LocifyResponder: HTTPResponder {
     let router: Router<Route>
     let authenticator: Authenticator
     let rateLimiter: RateLimiter?
+    /// The account gate (provisioning, revoked tokens), run when a request fails validation
+    /// before reaching the database, so a revoked token is told 401 rather than 400.
+    let admit: @Sendable (Caller) throws -> Void
     let metrics: Metrics
     let logger: Logger
 
@@ -42,7 +45,14 @@ struct LocifyResponder: HTTPResponder {
                     if let retryAfter = rateLimiter?.admit(caller.userID) {
                         throw APIError.rateLimited(retryAfterSeconds: retryAfter)
                     }
-                    response = try handler(AuthenticatedRequest(request: request, parameters: parameters, caller: caller))
+                    do {
+                        response = try handler(AuthenticatedRequest(request: request, parameters: parameters, caller: caller))
+                    } catch {
+                        if let status = APIError.mapping(error)?.status, [400, 403, 404, 415].contains(status.code) {
+                            try admit(caller)
+                        }
+                        throw error
+                    }
                 }
             }
         } catch {

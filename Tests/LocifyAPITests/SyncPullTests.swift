@@ -231,6 +231,10 @@ struct SyncPullTests {
         defer { server.stop() }
         let client = try SyncTestClient(server)
         _ = try client.page()
+        // An account older than the retention, so cursors on both sides of the horizon are its own.
+        _ = try server.pool.withConnection { connection in
+            try connection.query("UPDATE users SET created_at = now() - interval '60 days' WHERE id = \(client.uid)")
+        }
         let retention = Int64(server.configuration.tombstoneRetentionSeconds) * 1000
         let now = Timestamp.now()
         for phase in [SyncCursor.Phase.delta, .snapshotCategories, .snapshotLocations] {

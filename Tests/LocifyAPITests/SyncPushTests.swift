@@ -305,6 +305,33 @@ struct SyncPushTests {
         #expect(try client.page(since: cursor).changes.isEmpty)
     }
 
+    @Test("a change older than a tombstone is a conflict whose data is the tombstone")
+    func conflictWithTombstone() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let client = try SyncTestClient(server)
+        let id = UUID()
+        let cafe = DefaultCategories.all[1].id
+        let first = try client.pushResults([
+            C.change("location", "create", C.location(id, category: cafe, name: "Short-lived", at: 1)),
+            C.change("location", "delete", C.deletion(id, at: 9)),
+        ])
+        #expect(first[1].dataObject == ["id": .string(id.lowercasedString), "deleted": true, "deleted_at": .string(C.time(9))])
+        let results = try client.pushResults([
+            C.change("location", "update", C.location(id, category: cafe, name: "Edited offline", at: 5)),
+            C.change("location", "create", C.location(id, category: cafe, name: "Same time as the delete", at: 9)),
+            C.change("location", "delete", C.deletion(id, at: 3)),
+        ])
+        #expect(results.map { $0.string("status") } == ["conflict", "conflict", "applied"])
+        for result in results {
+            #expect(result.dataObject == ["id": .string(id.lowercasedString), "deleted": true, "deleted_at": .string(C.time(9))])
+        }
+        #expect(results.prefix(2).allSatisfy { $0.resultErrorCode == "E008" })
+        // Newer than the tombstone: the record comes back, version 3.
+        let revived = try client.pushResults([C.change("location", "update", C.location(id, category: cafe, name: "Back", at: 10))])
+        #expect(revived.first?.string("status") == "applied" && revived.first?.dataObject.int("version") == 3)
+    }
+
     @Test("an item with an unknown type or action, or that is not an object, fails alone with E001")
     func malformedItems() throws {
         let server = try TestServer.start()

@@ -50,6 +50,15 @@ EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE delta_categories(:'uid', :seq, 2, 
 \echo '#### locations, generic plan'
 EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE delta_locations(:'uid', :seq, 2, '00000000-0000-0000-0000-000000000000', 501);
 
+\echo '### Delta from far behind: a cursor at stamp 100, with the whole history after it'
+\echo
+SET plan_cache_mode = force_custom_plan;
+\echo '#### locations, custom plan'
+EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE delta_locations(:'uid', 100, 2, '00000000-0000-0000-0000-000000000000', 501);
+SET plan_cache_mode = force_generic_plan;
+\echo '#### locations, generic plan'
+EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE delta_locations(:'uid', 100, 2, '00000000-0000-0000-0000-000000000000', 501);
+
 \echo '### Snapshot: the first categories page, and a locations page in the middle (limit 500)'
 \echo
 SET plan_cache_mode = force_custom_plan;

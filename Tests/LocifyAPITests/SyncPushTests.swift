@@ -359,6 +359,25 @@ struct SyncPushTests {
         #expect(try client.get("category", good).status == 200)
     }
 
+    @Test("a token issued before the account was deleted is refused (401 E005) whatever the batch holds")
+    func revokedToken() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let client = try SyncTestClient(server)
+        #expect(try client.pushResults([C.change("category", "create", C.category(UUID(), name: "Before", at: 1))]).count == 1)
+        #expect(try server.request("DELETE", "/v1/users/me", token: client.token).status == 204)
+        let batches: [[JSONValue]] = [
+            [], ["not a change"], [C.change("category", "create", C.category(UUID(), name: "After", at: 2))],
+            Array(repeating: C.change("category", "create", C.category(UUID(), name: "Too many", at: 2)), count: 51),
+        ]
+        for batch in batches {
+            let response = try client.push(batch)
+            #expect(response.status == 401 && response.errorCode == "E005", "batch of \(batch.count)")
+        }
+        let pulled = try client.pull()
+        #expect(pulled.status == 401 && pulled.errorCode == "E005")
+    }
+
     @Test("a push body without changes is E004, a non-array E001, bad JSON E001, a non-JSON media type 415 E012")
     func bodyErrors() throws {
         let server = try TestServer.start()

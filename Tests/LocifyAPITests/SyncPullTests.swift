@@ -361,22 +361,3 @@ struct SyncPullTests {
         #expect(pulled.status == 410 && pulled.errorCode == "E009", "\(pulled.text)")
     }
 }
-
-/// The replica rebuilt from the feed holds exactly the server's live records (ids, versions,
-/// contents), and the location counts a client derives equal the server's.
-func expectReplicaMatchesServer(
-    _ replica: FeedReplica, _ client: SyncTestClient, sourceLocation: SourceLocation = #_sourceLocation
-) throws {
-    let categories = try client.listCategories()
-    let locations = try client.listLocations()
-    #expect(Set(replica.categories.keys) == Set(categories.map { $0.string("id") }), sourceLocation: sourceLocation)
-    #expect(Set(replica.locations.keys) == Set(locations.map { $0.string("id") }), sourceLocation: sourceLocation)
-    for category in categories {
-        #expect(replica.categories[category.string("id")] == category.withoutLocationCount, sourceLocation: sourceLocation)
-        #expect(
-            replica.locationCounts[category.string("id"), default: 0] == category.int("location_count"), sourceLocation: sourceLocation)
-    }
-    for location in locations {
-        #expect(replica.locations[location.string("id")] == location, sourceLocation: sourceLocation)
-    }
-}

@@ -359,6 +359,28 @@ struct SyncPushTests {
         #expect(try client.get("category", good).status == 200)
     }
 
+    @Test("a category delete in a push wakes the clean-up worker, as the single-record delete does")
+    func pushedDeleteWakesCleanup() throws {
+        let server = try TestServer.start(dependencies: { $0.cleanupSettings.pollInterval = .seconds(3600) })
+        defer { server.stop() }
+        let client = try SyncTestClient(server)
+        let (category, location) = (UUID(), UUID())
+        let object = "locations/\(client.uid)/\(location.lowercasedString)/photo.jpg"
+        server.fake.addObjects([object], bucket: TestConstants.bucket)
+        _ = try client.pushResults([
+            C.change("category", "create", C.category(category, name: "Doomed", at: 1)),
+            C.change("location", "create", C.location(location, category: category, name: "Pictured", at: 1)),
+        ])
+        let results = try client.pushResults([C.change("category", "delete", C.deletion(category, at: 2))])
+        #expect(results.first?.string("status") == "applied")
+        // The worker polls once an hour here: only a wake-up gets the folder deleted now.
+        let deadline = Date().addingTimeInterval(30)
+        while !server.fake.deletions.contains(where: { $0.name == object }), Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        #expect(server.fake.deletions.contains(FakeGoogle.Deletion(bucket: TestConstants.bucket, name: object)))
+    }
+
     @Test("a token issued before the account was deleted is refused (401 E005) whatever the batch holds")
     func revokedToken() throws {
         let server = try TestServer.start()

@@ -173,6 +173,60 @@ struct SyncPullTests {
         #expect(try client.listLocations().isEmpty)
     }
 
+    @Test("one category delete touching more records than a page is paged through within its stamp, none skipped")
+    func bigCascadeAcrossPages() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let client = try SyncTestClient(server)
+        let (big, target) = (UUID(), UUID())
+        let places = (0..<25).map { _ in UUID() }
+        _ = try client.pushResults(
+            [
+                C.change("category", "create", C.category(big, name: "Big", at: 1)),
+                C.change("category", "create", C.category(target, name: "Target", at: 1)),
+            ] + places.map { C.change("location", "create", C.location($0, category: big, name: "In big", at: 1)) })
+        for reassign in [true, false] {
+            let cursor = try client.drain(limit: 100).cursor
+            let deleted = reassign ? big : target
+            if reassign {
+                _ = try client.pushResults([C.change("category", "delete", C.deletion(big, at: 5, reassignTo: target))])
+            } else {
+                _ = try client.pushResults([C.change("category", "delete", C.deletion(target, at: 6))])
+            }
+            let delta = try client.drain(since: cursor, limit: 4)
+            let keys = delta.pages.flatMap(\.keys)
+            #expect(keys.first == "category:\(deleted.lowercasedString)")
+            #expect(keys.count == 26 && Set(keys.dropFirst()) == Set(places.map { "location:\($0.lowercasedString)" }))
+            #expect(delta.pages.count == 7)
+            let action = reassign ? "upsert" : "delete"
+            #expect(delta.pages.flatMap(\.changes).dropFirst().allSatisfy { $0.string("action") == action })
+        }
+    }
+
+    @Test("another user's records never reach the feed, even under the same ids")
+    func usersAreIsolated() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let alice = try SyncTestClient(server)
+        let bob = try SyncTestClient(server)
+        let (category, location) = (UUID(), UUID())
+        let aliceCursor = try alice.drain(limit: 100).cursor
+        for (client, name) in [(alice, "Alice's"), (bob, "Bob's")] {
+            _ = try client.pushResults([
+                C.change("category", "create", C.category(category, name: name, at: 1)),
+                C.change("location", "create", C.location(location, category: category, name: name, at: 1)),
+            ])
+        }
+        _ = try bob.pushResults([C.change("location", "delete", C.deletion(location, at: 2))])
+        let page = try alice.page(since: aliceCursor)
+        #expect(page.changes.count == 2)
+        #expect(page.changes.allSatisfy { $0.string("action") == "upsert" && $0.dataObject.string("name") == "Alice's" })
+        #expect(page.changes.allSatisfy { $0.dataObject.string("user_id") == alice.uid })
+        let bobSnapshot = try bob.page()
+        #expect(bobSnapshot.changes.filter { $0.dataObject.string("name") == "Bob's" }.count == 1)
+        #expect(!bobSnapshot.keys.contains("location:\(location.lowercasedString)"))
+    }
+
     @Test("limit must be an integer from 1 to 1000 (E001)", arguments: ["0", "1001", "-1", "abc", "1.5", "", "1e3", "99999999999999999999"])
     func badLimit(limit: String) throws {
         let server = try TestServer.start()

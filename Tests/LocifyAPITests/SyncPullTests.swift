@@ -96,7 +96,7 @@ struct SyncPullTests {
         #expect(delta.pages.dropLast().allSatisfy { $0.hasMore && $0.changes.count == limit })
 
         var replica = FeedReplica()
-        (snapshot.pages + delta.pages).forEach { replica.apply($0) }
+        for page in snapshot.pages + delta.pages { replica.apply(page) }
         try expectReplicaMatchesServer(replica, client)
         let quiet = try client.page(since: delta.cursor, limit: limit)
         #expect(quiet.changes.isEmpty && !quiet.hasMore)
@@ -347,7 +347,7 @@ struct SyncPullTests {
         let deltaKeys = delta.pages.flatMap(\.keys)
         #expect(deltaKeys.count == 5)
         #expect(Set(deltaKeys) == Set([byID[0], byID[3], byID[1], byID[4], created].map { "location:\($0.lowercasedString)" }))
-        delta.pages.forEach { replica.apply($0) }
+        for page in delta.pages { replica.apply(page) }
         try expectReplicaMatchesServer(replica, client)
         #expect(replica.deliveries["location:\(byID[3].lowercasedString)"] == 1, "a record edited before its snapshot page comes once")
     }

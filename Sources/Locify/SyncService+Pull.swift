@@ -23,12 +23,17 @@ extension SyncService {
         try pool.withTransaction(isolation: .repeatableRead, readOnly: true) { connection in
             guard
                 let user = try connection.query(
-                    "SELECT tokens_valid_after, change_seq, now() FROM users WHERE id = \(caller.userID)"
+                    "SELECT tokens_valid_after, change_seq, now(), created_at FROM users WHERE id = \(caller.userID)"
                 ).first
             else { throw AccountMissing() }
             try AccountGate.check(tokensValidAfter: user.decode(0), caller)
             let serverNow: Timestamp = try user.decode(2)
-            if let start, start.issuedAt < serverNow.adding(milliseconds: -retentionSeconds * 1000) {
+            let accountCreatedAt: Timestamp = try user.decode(3)
+            // Too old for the retention, or issued to an earlier account under the same id (deleted
+            // since; its stamps restarted, so the position means nothing now): resync from scratch.
+            if let start,
+                start.issuedAt < serverNow.adding(milliseconds: -retentionSeconds * 1000) || start.issuedAt < accountCreatedAt
+            {
                 throw LocifyError.cursorExpired
             }
             let highWater: Int64 = try user.decode(1)

@@ -85,6 +85,11 @@ extension SyncService {
     /// too large (nothing is applied then), when the token is refused, or when the database fails;
     /// a bad change only fails its own result.
     public func push(_ caller: Caller, body: JSONValue) throws -> [PushResult] {
+        // The account gate once up front: a batch whose changes never reach a write transaction
+        // (empty, all malformed, too large) must refuse a revoked token too (API.md section 2).
+        try pool.withConnection { connection in
+            try AccountGate.read(connection, caller, "SELECT tokens_valid_after FROM users WHERE id = \(caller.userID)") { _ in }
+        }
         guard case .object(let object) = body else { throw LocifyError.invalid("body", "must be a JSON object") }
         let elements: [JSONValue]
         switch object["changes"] {

@@ -138,7 +138,8 @@ public func buildApplication(
         services: services,
         limits: ClientLimits(
             maxPushChanges: configuration.maxPushChanges, maxBodyBytes: http.maxBodyBytes,
-            tombstoneRetentionSeconds: configuration.tombstoneRetentionSeconds)
+            tombstoneRetentionSeconds: configuration.tombstoneRetentionSeconds),
+        cleanupQueued: wakeWorker
     ).register(in: &router)
     UserRoutes(services: services, cleanupQueued: wakeWorker).register(in: &router)
     OperationsRoutes(

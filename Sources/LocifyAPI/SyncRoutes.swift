@@ -6,6 +6,8 @@ import Locify
 struct SyncRoutes: Sendable {
     let services: LocifyServices
     let limits: ClientLimits
+    /// Wakes the clean-up worker after a category delete queued Storage clean-up.
+    let cleanupQueued: @Sendable () -> Void
 
     /// Most changes one pull returns.
     static let maxPullLimit = 1000
@@ -14,8 +16,10 @@ struct SyncRoutes: Sendable {
 
     func register(in router: inout Router<Route>) {
         let sync = services.sync
+        let cleanupQueued = self.cleanupQueued
         router.add(.POST, "/v1/sync/push", Route(handler: .authenticated { request in
             let results = try sync.push(request.caller, body: request.request.jsonBody())
+            if results.contains(where: \.isCategoryDelete) { cleanupQueued() }
             return .json(capacity: 64 + 400 * results.count) { writer in
                 writer.beginObject()
                 writer.key("results")
@@ -48,6 +52,14 @@ struct SyncRoutes: Sendable {
             _ = try users.profile(request.caller)
             return .json { limits.write(into: &$0) }
         }))
+    }
+}
+
+extension PushResult {
+    /// An applied category delete, which may have queued Storage clean-up jobs.
+    fileprivate var isCategoryDelete: Bool {
+        if case .applied(.tombstone(.category, _, _)) = outcome { return true }
+        return false
     }
 }
 

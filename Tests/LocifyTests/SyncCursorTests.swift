@@ -37,4 +37,24 @@ struct SyncCursorTests {
         }
         #expect(throws: LocifyError.self) { try SyncCursor(encoded: String(text.dropLast()), userID: "user-1") }
     }
+
+    @Test("every phase round-trips; a rank above 2 or a negative stamp is refused even with a valid checksum")
+    func phasesAndRanges() throws {
+        for phase in [SyncCursor.Phase.snapshotCategories, .snapshotLocations, .delta] {
+            for rank: UInt8 in 0...2 {
+                var value = cursor
+                value.phase = phase
+                value.rank = rank
+                #expect(try SyncCursor(encoded: value.encoded(for: "u"), userID: "u") == value)
+            }
+        }
+        var badRank = cursor
+        badRank.rank = 3
+        #expect(throws: LocifyError.self) { try SyncCursor(encoded: badRank.encoded(for: "u"), userID: "u") }
+        var negative = cursor
+        negative.seq = -1
+        #expect(throws: LocifyError.self) { try SyncCursor(encoded: negative.encoded(for: "u"), userID: "u") }
+        let after = SyncCursor.after(seq: 7, issuedAt: .epoch)
+        #expect(after.phase == .delta && after.rank == 2 && after.afterID == SyncCursor.minID)
+    }
 }

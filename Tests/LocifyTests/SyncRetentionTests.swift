@@ -1,0 +1,90 @@
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+@testable import Locify
+
+/// Tombstone retention (API.md section 11 "Sync"): cursors age on the server's clock, the purge
+/// removes only tombstones past the horizon, and a client that could miss a purged delete is
+/// sent back to a full resync (E009).
+@Suite("Sync retention: cursor age, tombstone purge")
+struct SyncRetentionTests {
+    private func issuedAt(_ page: FeedPage, _ caller: Caller) throws -> Timestamp {
+        try SyncCursor(encoded: page.cursor, userID: caller.userID).issuedAt
+    }
+
+    @Test("a caught-up cursor is as fresh as its pull; one in the middle of a backlog keeps the time the backlog began")
+    func cursorAge() throws {
+        let db = try LocifyTestDatabase.create()
+        defer { db.drop() }
+        let caller = TestConstants.newCaller()
+        let sync = db.services.sync
+        let first = try sync.pull(caller, since: nil, limit: 2)
+        #expect(first.hasMore)
+        let began = try issuedAt(first, caller)
+        Thread.sleep(forTimeInterval: 0.01)
+        let second = try sync.pull(caller, since: first.cursor, limit: 1)
+        let secondIssuedAt = try issuedAt(second, caller)
+        #expect(second.hasMore && secondIssuedAt == began)
+        Thread.sleep(forTimeInterval: 0.01)
+        let last = try sync.pull(caller, since: second.cursor, limit: 10)
+        let lastIssuedAt = try issuedAt(last, caller)
+        #expect(!last.hasMore && lastIssuedAt > began)
+        let cursor = try SyncCursor(encoded: last.cursor, userID: caller.userID)
+        #expect(cursor.phase == .delta && cursor.rank == 2)
+    }
+
+    @Test("the purge removes only tombstones past the horizon; live records and counts stay; the older cursor gets E009")
+    func purge() throws {
+        var settings = LocifySettings(storageBucket: TestConstants.bucket)
+        settings.tombstoneRetentionSeconds = 1
+        let db = try LocifyTestDatabase.create(settings: settings)
+        defer { db.drop() }
+        let caller = TestConstants.newCaller()
+        let other = TestConstants.newCaller()
+        let services = db.services
+        let (kept, gone) = (UUID(), UUID())
+        let places = (0..<3).map { _ in UUID() }
+        for owner in [caller, other] {
+            _ = try services.categories.create(owner, CategoryDraft(id: kept, name: "Kept"))
+            _ = try services.categories.create(owner, CategoryDraft(id: gone, name: "Gone"))
+            for (index, id) in places.enumerated() {
+                _ = try services.locations.create(
+                    owner, LocationDraft(id: id, categoryID: index == 2 ? gone : kept, name: "P\(index)", latitude: 0, longitude: 0))
+            }
+        }
+        let before = try services.sync.pull(caller, since: nil, limit: 100)
+        _ = try services.locations.delete(caller, id: places[0], updatedAt: nil)
+        _ = try services.categories.delete(caller, id: gone, updatedAt: nil, reassignTo: nil)  // cascades places[2]
+
+        let tombstones = { (owner: Caller) throws -> Int64 in
+            try db.pool.withConnection { connection in
+                try connection.query(
+                    """
+                    SELECT (SELECT count(*) FROM categories WHERE user_id = \(owner.userID) AND deleted_at IS NOT NULL)
+                         + (SELECT count(*) FROM locations WHERE user_id = \(owner.userID) AND deleted_at IS NOT NULL)
+                    """
+                ).first?.decode(0, as: Int64.self) ?? -1
+            }
+        }
+        let patient = TombstonePurger(pool: db.pool, retentionSeconds: 3600, interval: .seconds(3600), logger: TestDatabase.logger)
+        #expect(patient.purgeNow() == 0)
+        #expect(try tombstones(caller) == 3)
+
+        Thread.sleep(forTimeInterval: 1.2)
+        let purger = TombstonePurger(pool: db.pool, retentionSeconds: 1, interval: .seconds(3600), logger: TestDatabase.logger)
+        #expect(purger.purgeNow() == 3)
+        #expect(try tombstones(caller) == 0)
+        let live = try services.locations.list(caller, LocationQuery())
+        #expect(live.totalCount == 1 && live.records.map(\.id) == [places[1]])
+        #expect(try services.categories.get(caller, id: kept).locationCount == 1)
+        #expect(try services.categories.list(caller, PageRequest()).totalCount == 5)
+        // The other user's records are all live and untouched.
+        #expect(try services.locations.list(other, LocationQuery()).totalCount == 3)
+
+        #expect(throws: LocifyError.cursorExpired) { try services.sync.pull(caller, since: before.cursor, limit: 100) }
+        let snapshot = try services.sync.pull(caller, since: nil, limit: 100)
+        #expect(Set(snapshot.changes.map(\.id)) == Set(DefaultCategories.all.map(\.id) + [kept, places[1]]))
+    }
+}

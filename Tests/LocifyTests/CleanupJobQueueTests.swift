@@ -102,10 +102,13 @@ struct CleanupJobQueueTests {
         #expect(jobs.allSatisfy { $0.userID == uid })
         let expected: Set<QueuedJob> = [
             QueuedJob(userID: uid, kind: "storage_prefix", target: "categories/\(uid)/\(doomed.lowercasedString)/"),
+            QueuedJob(userID: uid, kind: "storage_prefix", target: "categories/\(uid)/\(doomed.uuidString)/"),
             QueuedJob(userID: uid, kind: "storage_prefix", target: "locations/\(uid)/\(first.lowercasedString)/"),
+            QueuedJob(userID: uid, kind: "storage_prefix", target: "locations/\(uid)/\(first.uuidString)/"),
             QueuedJob(userID: uid, kind: "storage_prefix", target: "locations/\(uid)/\(second.lowercasedString)/"),
+            QueuedJob(userID: uid, kind: "storage_prefix", target: "locations/\(uid)/\(second.uuidString)/"),
             QueuedJob(userID: uid, kind: "storage_object", target: "categories/\(uid)/icons/doomed.png"),
-            QueuedJob(userID: uid, kind: "storage_object", target: "locations/\(uid)/\(first.lowercasedString)/a.jpg"),
+            // locations/<uid>/<first>/a.jpg is inside a queued folder: no job of its own.
             QueuedJob(userID: uid, kind: "storage_object", target: "locations/\(uid)/shared/s.jpg"),
             QueuedJob(userID: uid, kind: "storage_object", target: "categories/\(uid)/x/y z.png"),
         ]
@@ -134,7 +137,8 @@ struct CleanupJobQueueTests {
             imageURLs: [Self.firebaseURL("locations/\(uid)/\(moved.lowercasedString)/a.jpg")]))
         _ = try db.services.categories.delete(caller, id: source, updatedAt: nil, reassignTo: target)
         #expect(try Self.jobs(db) == [
-            QueuedJob(userID: uid, kind: "storage_prefix", target: "categories/\(uid)/\(source.lowercasedString)/")
+            QueuedJob(userID: uid, kind: "storage_prefix", target: "categories/\(uid)/\(source.lowercasedString)/"),
+            QueuedJob(userID: uid, kind: "storage_prefix", target: "categories/\(uid)/\(source.uuidString)/"),
         ])
     }
 

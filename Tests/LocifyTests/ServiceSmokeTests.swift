@@ -77,7 +77,9 @@ struct ServiceSmokeTests {
         #expect(
             jobs == [
                 "storage_prefix categories/\(caller.userID)/\(categoryID.lowercasedString)/",
+                "storage_prefix categories/\(caller.userID)/\(categoryID.uuidString)/",
                 "storage_prefix locations/\(caller.userID)/\(locationID.lowercasedString)/",
+                "storage_prefix locations/\(caller.userID)/\(locationID.uuidString)/",
                 "storage_object locations/\(caller.userID)/x/a.jpg",
             ])
         let feed = try db.services.sync.pull(caller, since: nil, limit: 100)

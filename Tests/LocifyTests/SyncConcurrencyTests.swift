@@ -273,7 +273,7 @@ struct SyncConcurrencyTests {
                 try connection.query(
                     """
                     SELECT count(*) FROM pg_stat_activity
-                    WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE users SET change_seq%'
+                    WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%UPDATE users SET change_seq%'
                     """
                 ).first?.decode(0, as: Int64.self) == 1
             }

@@ -283,3 +283,76 @@ func expectRecord(
     #expect(response.status == status, "status; body: \(response.text)", sourceLocation: sourceLocation)
     #expect(response.object == expected, "body: \(response.text)", sourceLocation: sourceLocation)
 }
+
+// MARK: - Rules shared by both resources
+
+/// The two record endpoints; the write table of API.md section 5 holds for both.
+enum Resource: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case categories
+    case locations
+
+    var testDescription: String { "/v1/\(rawValue)" }
+    /// The collection path, e.g. `/v1/categories`.
+    var path: String { "/v1/\(rawValue)" }
+    /// The table holding the records.
+    var table: String { rawValue }
+}
+
+/// A fresh user ready to write records of `resource` (locations get a home category).
+struct ResourceFixture: Sendable {
+    let resource: Resource
+    let user: APIUser
+    /// The category locations are written to.
+    let categoryID: String
+
+    init(_ resource: Resource, on server: TestServer? = nil) throws {
+        self.resource = resource
+        user = try APIUser.fresh(on: server)
+        categoryID = newID()
+        if resource == .locations {
+            try user.createCategory(categoryID, name: "Home", ["updated_at": .string(clientTime(-1000))])
+        }
+    }
+
+    /// A write body: `name` is the content that differs between versions; `updatedAt` nil omits it.
+    func body(id: String?, name: String = "Name", updatedAt: String?, _ extra: JSONObject = [:]) -> JSONValue {
+        var members = extra
+        if let updatedAt { members["updated_at"] = .string(updatedAt) }
+        switch resource {
+        case .categories: return categoryBody(id: id, name: name, members)
+        case .locations: return locationBody(id: id, categoryID: categoryID, name: name, members)
+        }
+    }
+
+    /// The record as the API returns it.
+    func record(id: String, name: String = "Name", version: Int = 1, createdAt: String, updatedAt: String) -> JSONObject {
+        switch resource {
+        case .categories:
+            return categoryJSON(id: id, user: user, name: name, version: version, createdAt: createdAt, updatedAt: updatedAt)
+        case .locations:
+            return locationJSON(
+                id: id, user: user, categoryID: categoryID, name: name, version: version, createdAt: createdAt, updatedAt: updatedAt)
+        }
+    }
+
+    func post(_ body: JSONValue) throws -> TestResponse { try user.post(resource.path, body) }
+    func put(_ body: JSONValue) throws -> TestResponse { try user.put(resource.path, body) }
+    func put(id: String, _ body: JSONValue) throws -> TestResponse { try user.put("\(resource.path)/\(id)", body) }
+    func get(id: String) throws -> TestResponse { try user.get("\(resource.path)/\(id)") }
+    func delete(id: String, query: String = "", _ body: JSONValue? = nil) throws -> TestResponse {
+        try user.delete("\(resource.path)/\(id)\(query)", body)
+    }
+
+    /// Creates the record `id` named `name` at client minute `minute` (expecting 201); returns it.
+    @discardableResult
+    func create(
+        _ id: String, name: String = "Name", minute: Int, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> JSONObject {
+        let response = try post(body(id: id, name: name, updatedAt: clientTime(minute)))
+        #expect(response.status == 201, "create: \(response.text)", sourceLocation: sourceLocation)
+        return response.object
+    }
+
+    /// The stored version of `id`, tombstones included.
+    func storedVersion(_ id: String) throws -> Int? { try user.storedVersion(resource.table, id) }
+}

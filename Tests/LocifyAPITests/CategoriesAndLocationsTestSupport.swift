@@ -80,6 +80,14 @@ struct APIUser: Sendable {
         return response.object
     }
 
+    /// Creates a category stamped `updatedAtMinute` on the client clock (expecting 201).
+    @discardableResult
+    func createCategory(
+        _ id: String, name: String = "Category", updatedAtMinute minute: Int, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> JSONObject {
+        try createCategory(id, name: name, ["updated_at": .string(clientTime(minute))], sourceLocation: sourceLocation)
+    }
+
     /// Creates a location in `categoryID` (expecting 201) and returns the record.
     @discardableResult
     func createLocation(
@@ -206,13 +214,6 @@ func locationJSON(
 /// The tombstone a conflict carries: `{ "id", "deleted": true, "deleted_at" }`.
 func tombstoneJSON(id: String, deletedAt: String) -> JSONObject {
     ["id": .string(id), "deleted": true, "deleted_at": .string(deletedAt)]
-}
-
-/// `object` without the given members (to compare records whose server-stamped times vary).
-func without(_ keys: Set<String>, _ object: JSONObject) -> JSONObject {
-    var copy = object
-    for key in keys { copy[key] = nil }
-    return copy
 }
 
 /// Whether `text` has the API's timestamp form `YYYY-MM-DDTHH:MM:SS.sssZ`.

@@ -88,6 +88,26 @@ struct CategoriesAndLocationsTimestampTests {
         }
     }
 
+    @Test("timestamps long before 1970 are accepted and round-trip exactly; any later write beats them", arguments: Resource.allCases)
+    func farPastTimestamps(resource: Resource) throws {
+        let fixture = try ResourceFixture(resource)
+        let forms: [(String, String)] = [
+            ("1969-12-31T23:59:59.999Z", "1969-12-31T23:59:59.999Z"),
+            ("1900-02-28T12:00:00.5-03:00", "1900-02-28T15:00:00.500Z"),
+            ("0001-01-01T00:00:00Z", "0001-01-01T00:00:00.000Z"),
+            ("0000-03-01T00:00:00.001Z", "0000-03-01T00:00:00.001Z"),
+        ]
+        for (sent, stored) in forms {
+            let id = newID()
+            let created = try fixture.post(fixture.body(id: id, updatedAt: sent, ["created_at": .string(sent)]))
+            expectRecord(created, 201, fixture.record(id: id, createdAt: stored, updatedAt: stored))
+            expectRecord(try fixture.post(fixture.body(id: id, updatedAt: stored)), 200, created.object)
+            expectRecord(try fixture.get(id: id), 200, created.object)
+            let later = try fixture.put(id: id, fixture.body(id: nil, name: "Later", updatedAt: "1970-01-01T00:00:00Z"))
+            #expect(later.status == 200, "\(sent): \(later.text)")
+        }
+    }
+
     @Test("every timestamp the API returns has the form YYYY-MM-DDTHH:MM:SS.sssZ")
     func outputForm() throws {
         let fixture = try ResourceFixture(.locations)

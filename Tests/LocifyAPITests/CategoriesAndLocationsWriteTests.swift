@@ -83,6 +83,28 @@ struct CategoriesAndLocationsWriteTests {
         #expect(try fixture.storedVersion(id) == 1)
     }
 
+    @Test("concurrent POSTs of one new id from several client threads, as a new user's first requests: exactly one 201, the identical others 200 at version 1", arguments: Resource.allCases)
+    func concurrentCreatesOverHTTP(resource: Resource) throws {
+        let server = try SharedServer.get()
+        let user = try APIUser.fresh(on: server)
+        let id = newID()
+        let categoryID = defaultCategories[2].id
+        let body: JSONValue =
+            resource == .categories
+            ? categoryBody(id: id, name: "Raced", ["updated_at": .string(clientTime(0))])
+            : locationBody(id: id, categoryID: categoryID, name: "Raced", ["updated_at": .string(clientTime(0))])
+        let responses = Locked<[TestResponse]>([])
+        try runOnThreads(6) { _ in
+            let response = try user.post(resource.path, body)
+            responses.withLock { $0.append(response) }
+        }
+        let all = responses.value
+        #expect(all.map(\.status).sorted() == [200, 200, 200, 200, 200, 201], "\(all.map(\.text))")
+        #expect(all.allSatisfy { $0.object == all.first?.object }, "every answer carries the same record")
+        #expect(all.first?.object["version"] == 1)
+        #expect(try user.get("/v1/categories").meta["total_count"] == (resource == .categories ? 5 : 4))
+    }
+
     // MARK: PUT
 
     @Test("PUT with the id in the body replaces the record: 200, version + 1", arguments: Resource.allCases)

@@ -258,13 +258,3 @@ struct CategoriesFieldTests {
         #expect(null.status == 201, "null is the same as absent: \(null.text)")
     }
 }
-
-extension APIUser {
-    /// Creates a category stamped `updatedAtMinute` on the client clock (expecting 201).
-    @discardableResult
-    func createCategory(
-        _ id: String, name: String = "Category", updatedAtMinute minute: Int, sourceLocation: SourceLocation = #_sourceLocation
-    ) throws -> JSONObject {
-        try createCategory(id, name: name, ["updated_at": .string(clientTime(minute))], sourceLocation: sourceLocation)
-    }
-}

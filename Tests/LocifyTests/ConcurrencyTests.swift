@@ -1,65 +1,7 @@
-import Dispatch
 import Foundation
 import Locify
-import Synchronization
 import Testing
 import TestSupport
-
-/// Runs `body(thread)` on `count` dedicated threads released together, and waits for all of them.
-/// Errors thrown by a body are collected and rethrown (the first one) after every thread ended.
-func runOnThreads(_ count: Int, _ body: @escaping @Sendable (Int) throws -> Void) throws {
-    let ready = DispatchGroup()
-    let finished = DispatchGroup()
-    let go = DispatchSemaphore(value: 0)
-    let failures = Locked<[any Error]>([])
-    for index in 0..<count {
-        ready.enter()
-        finished.enter()
-        let thread = Thread {
-            ready.leave()
-            go.wait()
-            do {
-                try body(index)
-            } catch {
-                failures.withLock { $0.append(error) }
-            }
-            finished.leave()
-        }
-        thread.start()
-    }
-    ready.wait()
-    for _ in 0..<count { go.signal() }
-    finished.wait()
-    if let first = failures.withLock({ $0.first }) { throw first }
-}
-
-/// A value shared between threads, behind a lock (a class, so escaping closures can capture it).
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-
-    init(_ value: Value) { mutex = Mutex(value) }
-
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        try mutex.withLock { value in try body(&value) }
-    }
-
-    var value: Value { mutex.withLock { $0 } }
-}
-
-/// A deterministic shuffle (SplitMix64), so a failing interleaving of inputs can be replayed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// What one write of the concurrency test did.
 enum WriteResult: Sendable, Equatable {

@@ -120,28 +120,37 @@ enum LocationStore {
     /// is empty). Each filter combination is its own statement text (so each gets its own plan and
     /// index) but binds are always `$1` user, `$2` category, `$3` favorite, `$4` search, `$5`
     /// limit, `$6` offset; the SQL text is built only from the constant fragments below.
+    ///
+    /// The page is found on ids alone (an index-only scan of the sort's partial index skips the
+    /// offset without touching the table, so page 500 costs about what page 1 does) and only its
+    /// rows are then read. The total does not depend on the page row, so it is computed once
+    /// (bench/RESULTS.md, "Resources at scale").
     static func listQuery(userID: String, _ query: LocationQuery) -> PostgresQuery {
         var filters = ""
         if query.categoryID != nil { filters += " AND category_id = $2" }
         if query.isFavorite != nil { filters += " AND is_favorite = $3" }
         let search = query.search.map(TextRules.sortKey)
         if search != nil { filters += " AND strpos(search_text, $4) > 0" }
-        let order: String
+        let order: (String) -> String
         switch query.sort {
-        case .createdAt: order = "created_at DESC, id"
-        case .updatedAt: order = "updated_at DESC, id"
-        case .name: order = "name_key, id"
+        case .createdAt: order = { "\($0)created_at DESC, \($0)id" }
+        case .updatedAt: order = { "\($0)updated_at DESC, \($0)id" }
+        case .name: order = { "\($0)name_key, \($0)id" }
         }
         let sql = """
             SELECT u.tokens_valid_after, \(totalExpression(query, filters: filters)), \(Location.columns("l"))
             FROM users u
             LEFT JOIN LATERAL (
-                SELECT * FROM locations
-                WHERE user_id = u.id AND deleted_at IS NULL\(filters)
-                ORDER BY \(order)
-                LIMIT $5 OFFSET $6
+                SELECT loc.* FROM (
+                    SELECT id FROM locations
+                    WHERE user_id = u.id AND deleted_at IS NULL\(filters)
+                    ORDER BY \(order(""))
+                    LIMIT $5 OFFSET $6
+                ) page
+                JOIN locations loc ON loc.user_id = u.id AND loc.id = page.id
             ) l ON true
             WHERE u.id = $1
+            ORDER BY \(order("l."))
             """
         return PostgresQuery(
             unsafeSQL: sql,
@@ -152,10 +161,11 @@ enum LocationStore {
     }
 
     /// The total of a listing: read from the counters the triggers maintain, except for a text
-    /// search, which has to count.
+    /// search, which has to count. Written against `$1` rather than the joined user row, so it is
+    /// an uncorrelated subquery that PostgreSQL evaluates once, not once per row of the page.
     private static func totalExpression(_ query: LocationQuery, filters: String) -> String {
         if query.search != nil {
-            return "(SELECT count(*) FROM locations WHERE user_id = u.id AND deleted_at IS NULL\(filters))"
+            return "(SELECT count(*) FROM locations WHERE user_id = $1 AND deleted_at IS NULL\(filters))"
         }
         let counter: (String) -> String = { table in
             switch query.isFavorite {
@@ -167,7 +177,7 @@ enum LocationStore {
         guard query.categoryID != nil else { return counter("u") }
         return """
             COALESCE((SELECT \(counter("c")) FROM categories c
-                      WHERE c.user_id = u.id AND c.id = $2 AND c.deleted_at IS NULL), 0)
+                      WHERE c.user_id = $1 AND c.id = $2 AND c.deleted_at IS NULL), 0)
             """
     }
 

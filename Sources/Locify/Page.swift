@@ -29,5 +29,9 @@ public struct PageRequest: Sendable, Equatable {
         self.size = size
     }
 
-    var offset: Int64 { Int64(page - 1) * Int64(size) }
+    /// The rows to skip; saturates for pages too far out to reach (they are past the end anyway).
+    var offset: Int64 {
+        let (offset, overflow) = Int64(page - 1).multipliedReportingOverflow(by: Int64(size))
+        return overflow ? Int64.max : offset
+    }
 }

@@ -69,10 +69,11 @@ struct QueryParameters {
         }
     }
 
-    /// `page` (>= 1, default 1) and `size` (1-100, default 20).
+    /// `page` (>= 1, default 1; a page past the end is an empty page, not an error) and `size`
+    /// (1-100, default 20).
     func pageRequest() throws(APIError) -> PageRequest {
         PageRequest(
-            page: try int("page", in: 1...1_000_000, default: 1),
+            page: try int("page", in: 1...Int.max, default: 1),
             size: try int("size", in: 1...PageRequest.maxSize, default: PageRequest.defaultSize))
     }
 }

@@ -58,16 +58,24 @@ do {
     exit(1)
 }
 
-let signalQueue = DispatchQueue(label: "locify.signals")
-var signalSources: [any DispatchSourceSignal] = []
-for signalNumber in [SIGTERM, SIGINT] {
-    let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: signalQueue)
-    source.setEventHandler {
-        logger.info("received signal, draining", metadata: ["signal": "\(signalNumber)"])
-        application.shutdown()
-        exit(0)
-    }
-    source.resume()
-    signalSources.append(source)
-}
+let signalSources = installSignalHandlers(application, logger: logger)
 application.waitUntilStopped()
+
+/// Drains and exits 0 on SIGTERM or SIGINT, from handlers on their own queue. A function rather
+/// than top-level code: top-level code is main-actor isolated in Swift 6, and a handler closure
+/// formed there would trap its isolation check when the signal queue runs it.
+func installSignalHandlers(_ application: Application, logger: Logger) -> [any DispatchSourceSignal] {
+    let signalQueue = DispatchQueue(label: "locify.signals")
+    var sources: [any DispatchSourceSignal] = []
+    for signalNumber in [SIGTERM, SIGINT] {
+        let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: signalQueue)
+        source.setEventHandler {
+            logger.info("received signal, draining", metadata: ["signal": "\(signalNumber)"])
+            application.shutdown()
+            exit(0)
+        }
+        source.resume()
+        sources.append(source)
+    }
+    return sources
+}

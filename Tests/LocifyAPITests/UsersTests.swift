@@ -129,9 +129,6 @@ struct UsersTests {
         defer { server.stop() }
         let uid = Self.uniqueUID("atomic")
         try AccountFixture.populate(server, uid)
-        // The category delete of `populate` queued clean-up jobs: let the worker finish them so
-        // the counts below change only if the deletion does.
-        #expect(try TestServer.eventually { try AccountFixture.rowCounts(server, uid)["cleanup_jobs"] == 0 })
         let before = try AccountFixture.rowCounts(server, uid)
         try server.pool.withConnection { connection in
             try connection.execute(unsafeSQL: """
@@ -259,6 +256,11 @@ enum AccountFixture {
         ])
         try send("DELETE", "/v1/locations/\(deleted.uuidString)")
         try send("DELETE", "/v1/categories/\(doomed.uuidString)")
+        // That delete queued Storage clean-up; let the worker finish it, so the user's row counts
+        // stay still from here on unless a test changes them.
+        guard try TestServer.eventually({ try rowCounts(server, uid)["cleanup_jobs"] == 0 }) else {
+            throw AuthTestError("the clean-up jobs of \(uid) did not finish")
+        }
         return ids
     }
 

@@ -23,10 +23,12 @@ public final class TestServer: Sendable {
     public var fake: FakeGoogle { google.fake }
 
     /// Starts everything. `configure` adjusts the configuration (rate limits are off by default;
-    /// Google credentials point at the fake); `dependencies` the test hooks (short worker timings).
+    /// Google credentials point at the fake); `dependencies` the test hooks (short worker timings);
+    /// `logger` receives the server's logs (quiet unless `LOCIFY_TEST_LOG` is set).
     public static func start(
         configure: (inout Configuration) -> Void = { _ in },
-        dependencies configureDependencies: (inout ApplicationDependencies) -> Void = { _ in }
+        dependencies configureDependencies: (inout ApplicationDependencies) -> Void = { _ in },
+        logger: Logger = testServerLogger
     ) throws -> TestServer {
         let google = try FakeGoogleServer()
         let database = try TestDatabase.create(migrationsDirectory: ProjectPaths.migrations, poolSize: 2)
@@ -52,7 +54,7 @@ public final class TestServer: Sendable {
             http.timerResolution = .milliseconds(50)
         }
         configureDependencies(&dependencies)
-        let application = try buildApplication(configuration: configuration, logger: testServerLogger, dependencies: dependencies)
+        let application = try buildApplication(configuration: configuration, logger: logger, dependencies: dependencies)
         try application.start()
         return TestServer(
             application: application, database: database, google: google, configuration: configuration,
@@ -148,7 +150,7 @@ public struct TestResponse: Sendable {
 }
 
 /// Quiet unless `LOCIFY_TEST_LOG` names a level (e.g. `debug`).
-let testServerLogger: Logger = {
+public let testServerLogger: Logger = {
     guard let level = ProcessInfo.processInfo.environment["LOCIFY_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) else {
         return Logger(label: "locify-test") { _ in SwiftLogNoOpLogHandler() }
     }

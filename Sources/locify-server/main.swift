@@ -62,7 +62,9 @@ let signalQueue = DispatchQueue(label: "locify.signals")
 var signalSources: [any DispatchSourceSignal] = []
 for signalNumber in [SIGTERM, SIGINT] {
     let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: signalQueue)
-    source.setEventHandler {
+    // Explicitly @Sendable: a closure written in top-level code is otherwise main-actor
+    // isolated, and the runtime traps when the signal queue runs it (SIGTERM crashed, exit 132).
+    source.setEventHandler { @Sendable [logger, application] in
         logger.info("received signal, draining", metadata: ["signal": "\(signalNumber)"])
         application.shutdown()
         exit(0)

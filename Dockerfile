@@ -8,9 +8,10 @@
 
 # ---- build ------------------------------------------------------------------------------------
 FROM swift:6.3-bookworm AS build
-# The system libraries the CLibPQ and CLibCrypto targets link (found through pkg-config).
+# The system libraries the CLibPQ and CLibCrypto targets link (found through pkg-config), and
+# libcurl's, which the statically linked FoundationNetworking needs at link time.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libpq-dev libssl-dev pkg-config \
+    && apt-get install -y --no-install-recommends libpq-dev libssl-dev libcurl4-openssl-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Dependencies first, so editing the sources does not refetch them.
@@ -25,7 +26,7 @@ RUN swift build -c release --static-swift-stdlib --product locify-server \
 # ---- run ----------------------------------------------------------------------------------------
 FROM debian:bookworm-slim
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libpq5 libssl3 libcurl4 ca-certificates tzdata \
+    && apt-get install -y --no-install-recommends libpq5 libssl3 libcurl4 libstdc++6 ca-certificates tzdata \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --user-group --home-dir /app --no-create-home locify
 WORKDIR /app

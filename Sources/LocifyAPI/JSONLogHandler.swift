@@ -53,8 +53,7 @@ public struct JSONLogHandler: LogHandler {
         output(line)
     }
 
-    /// Writes `line` to file descriptor 1 with as few `write(2)` calls as it takes (one, for any
-    /// line a pipe accepts atomically).
+    /// Writes `line` to file descriptor 1: one `write(2)`, repeated only after a short write.
     @Sendable public static func writeToStandardOutput(_ line: [UInt8]) {
         line.withUnsafeBytes { buffer in
             var offset = 0

@@ -54,6 +54,13 @@ public struct Router<Handler: Sendable>: Sendable {
         nodes[current].routes[method] = Route(handler: handler, pattern: pattern, parameterNames: parameterNames)
     }
 
+    /// Every registered (method, pattern) pair, sorted by pattern then method: the route table as
+    /// documentation and contract tests see it (HEAD is implied by GET and not listed).
+    public var routes: [(method: HTTPMethod, pattern: String)] {
+        nodes.flatMap { node in node.routes.map { (method: $0.key, pattern: $0.value.pattern) } }
+            .sorted { ($0.pattern, $0.method) < ($1.pattern, $1.method) }
+    }
+
     /// Finds the route for `method` and the raw `path`.
     public func match(_ method: HTTPMethod, path: String) -> RouteMatch<Handler> {
         guard path.utf8.first == UInt8(ascii: "/") else { return .notFound }

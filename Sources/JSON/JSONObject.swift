@@ -2,6 +2,8 @@
 ///
 /// Small objects are searched linearly; larger ones keep a key index, so lookups stay cheap
 /// for request bodies with many members. Equality ignores member order (keys are unique).
+/// Keys are compared by their Unicode code points, as JSON compares member names (RFC 8259
+/// section 8.3), not by Swift's canonical equivalence (under which U+2001 equals U+2003).
 public struct JSONObject: Sendable, Equatable, Sequence {
     /// One member of an object.
     public typealias Member = (key: String, value: JSONValue)
@@ -10,7 +12,7 @@ public struct JSONObject: Sendable, Equatable, Sequence {
     static let indexThreshold = 8
 
     private var members: [Member]
-    private var index: [String: Int]?
+    private var index: [JSONKey: Int]?
 
     /// An empty object.
     public init() {
@@ -58,7 +60,7 @@ public struct JSONObject: Sendable, Equatable, Sequence {
             } else if let newValue {
                 members.append((key: key, value: newValue))
                 if index != nil {
-                    index?[key] = members.count - 1
+                    index?[JSONKey(key)] = members.count - 1
                 } else if members.count > Self.indexThreshold {
                     rebuildIndex()
                 }
@@ -80,8 +82,8 @@ public struct JSONObject: Sendable, Equatable, Sequence {
     }
 
     private func position(of key: String) -> Int? {
-        if let index { return index[key] }
-        return members.firstIndex { $0.key == key }
+        if let index { return index[JSONKey(key)] }
+        return members.firstIndex { JSONKey.same($0.key, key) }
     }
 
     private mutating func rebuildIndex() {
@@ -89,8 +91,8 @@ public struct JSONObject: Sendable, Equatable, Sequence {
             index = nil
             return
         }
-        var built = [String: Int](minimumCapacity: members.count)
-        for (position, member) in members.enumerated() { built[member.key] = position }
+        var built = [JSONKey: Int](minimumCapacity: members.count)
+        for (position, member) in members.enumerated() { built[JSONKey(member.key)] = position }
         index = built
     }
 }
@@ -98,5 +100,28 @@ public struct JSONObject: Sendable, Equatable, Sequence {
 extension JSONObject: ExpressibleByDictionaryLiteral {
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self.init(elements)
+    }
+}
+
+/// A member name that compares and hashes by its UTF-8 bytes, that is by code points.
+struct JSONKey: Hashable, Sendable {
+    let name: String
+
+    init(_ name: String) {
+        self.name = name
+    }
+
+    /// Whether two names are the same sequence of code points.
+    static func same(_ lhs: String, _ rhs: String) -> Bool {
+        lhs.utf8.elementsEqual(rhs.utf8)
+    }
+
+    static func == (lhs: JSONKey, rhs: JSONKey) -> Bool {
+        same(lhs.name, rhs.name)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(name.utf8.count)
+        for byte in name.utf8 { hasher.combine(byte) }
     }
 }

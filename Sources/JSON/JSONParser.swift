@@ -67,7 +67,7 @@ private struct Frame {
     let isObject: Bool
     var elements: [JSONValue] = []
     var members: [JSONObject.Member] = []
-    var keySet: Set<String>? = nil
+    var keySet: Set<JSONKey>? = nil
     var pendingKey: String = ""
 
     /// Objects with more members than this detect duplicates with a set instead of a scan.
@@ -184,13 +184,13 @@ private struct Parser {
         let keyOffset = position
         let key = try parseString()
         if frame.keySet == nil, frame.members.count >= Frame.keySetThreshold {
-            frame.keySet = Set(frame.members.map(\.key))
+            frame.keySet = Set(frame.members.map { JSONKey($0.key) })
         }
         let duplicate: Bool
         if frame.keySet != nil {
-            duplicate = !(frame.keySet?.insert(key).inserted ?? true)
+            duplicate = !(frame.keySet?.insert(JSONKey(key)).inserted ?? true)
         } else {
-            duplicate = frame.members.contains { $0.key == key }
+            duplicate = frame.members.contains { JSONKey.same($0.key, key) }
         }
         guard !duplicate else { throw JSONParseError(offset: keyOffset, reason: "duplicate key") }
         frame.pendingKey = key

@@ -65,7 +65,8 @@ public struct LocationDraft: Sendable, Equatable {
         for url in imageURLs {
             _ = try TextRules.httpsURL(url, field: "image_urls")
         }
-        if Set(imageURLs).count != imageURLs.count {
+        // Compared by code points: canonically equivalent spellings are different URLs.
+        if Set(imageURLs.map { Array($0.unicodeScalars) }).count != imageURLs.count {
             throw .invalid("image_urls", "must not contain duplicates")
         }
         try fields.checkSyncStatus()

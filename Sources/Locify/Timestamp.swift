@@ -106,11 +106,16 @@ extension Timestamp {
 extension Timestamp {
     /// Parses any RFC 3339 date-time (`T` or `t` or space separator, any fraction length,
     /// `Z`/`z` or a numeric offset), truncating the fraction to milliseconds. Returns nil for
-    /// anything else, including impossible dates such as February 30th.
+    /// anything else, including impossible dates such as February 30th and instants whose UTC
+    /// year falls outside 0000-9999 (`0000-01-01T00:00:00+01:00`), which RFC 3339 cannot write.
     public init?(rfc3339 text: String) {
-        guard let parsed = Timestamp.parse(Array(text.utf8)) else { return nil }
+        guard let parsed = Timestamp.parse(Array(text.utf8)), Timestamp.representable.contains(parsed) else { return nil }
         self.init(milliseconds: parsed)
     }
+
+    /// The instants `rfc3339` can write: 0000-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z.
+    static let representable: ClosedRange<Int64> =
+        (daysSinceEpoch(year: 0, month: 1, day: 1) * 86_400_000)...(daysSinceEpoch(year: 10_000, month: 1, day: 1) * 86_400_000 - 1)
 
     private static func parse(_ b: [UInt8]) -> Int64? {
         // date-time = full-date "T" full-time  (RFC 3339 section 5.6)

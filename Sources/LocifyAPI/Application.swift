@@ -26,6 +26,8 @@ public final class Application: Sendable {
     public let server: HTTPServer
     public let pool: ConnectionPool
     public let cleanupWorker: CleanupWorker
+    /// The route table: every (method, path pattern) the server answers (HEAD implied by GET).
+    public let routes: [(method: HTTPMethod, pattern: String)]
     let workerPool: ConnectionPool
     let purger: TombstonePurger
     let keyCache: PublicKeyCache?
@@ -34,10 +36,12 @@ public final class Application: Sendable {
 
     init(
         server: HTTPServer, pool: ConnectionPool, workerPool: ConnectionPool, cleanupWorker: CleanupWorker,
-        purger: TombstonePurger, keyCache: PublicKeyCache?, shutdownGrace: Duration, logger: Logger
+        routes: [(method: HTTPMethod, pattern: String)], purger: TombstonePurger, keyCache: PublicKeyCache?,
+        shutdownGrace: Duration, logger: Logger
     ) {
         self.server = server
         self.pool = pool
+        self.routes = routes
         self.workerPool = workerPool
         self.cleanupWorker = cleanupWorker
         self.purger = purger
@@ -163,7 +167,7 @@ public func buildApplication(
     let server = HTTPServer(configuration: http, responder: responder, logger: logger)
     serverBox.server = server
     return Application(
-        server: server, pool: pool, workerPool: workerPool, cleanupWorker: cleanupWorker, purger: purger,
+        server: server, pool: pool, workerPool: workerPool, cleanupWorker: cleanupWorker, routes: router.routes, purger: purger,
         keyCache: keyCache, shutdownGrace: .seconds(configuration.shutdownGraceSeconds), logger: logger)
 }
 

@@ -11,10 +11,17 @@ public struct JSONLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var logLevel: Logger.Level
     private let label: String
+    private let output: @Sendable ([UInt8]) -> Void
 
-    public init(label: String, level: Logger.Level = .info) {
+    /// - Parameter output: receives each finished line (newline included). Default: one
+    ///   `write(2)` to standard output; tests pass a collector.
+    public init(
+        label: String, level: Logger.Level = .info,
+        output: @escaping @Sendable ([UInt8]) -> Void = JSONLogHandler.writeToStandardOutput
+    ) {
         self.label = label
         self.logLevel = level
+        self.output = output
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -43,6 +50,11 @@ public struct JSONLogHandler: LogHandler {
         writer.endObject()
         var line = writer.bytes
         line.append(0x0A)
+        output(line)
+    }
+
+    /// Writes `line` to file descriptor 1: one `write(2)`, repeated only after a short write.
+    @Sendable public static func writeToStandardOutput(_ line: [UInt8]) {
         line.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {

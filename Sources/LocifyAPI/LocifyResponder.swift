@@ -65,19 +65,23 @@ struct LocifyResponder: HTTPResponder {
             "request",
             metadata: [
                 "request_id": "\(requestID)", "method": "\(request.method.rawValue)", "route": "\(routePattern)",
-                "status": "\(response.status.code)", "duration_ms": "\(elapsed.milliseconds)", "user_id": "\(userID ?? "")",
+                "status": "\(response.status.code)", "duration_ms": .stringConvertible(elapsed.milliseconds), "user_id": "\(userID ?? "")",
             ])
         return response
     }
 
+    /// Errors the HTTP layer detects before a request exists: the two of the API's table as JSON,
+    /// malformed HTTP as plain text. Every response carries a fresh `X-Request-Id` (API.md 1).
     func response(for error: HTTPRequestError) -> HTTPResponse {
-        guard let apiError = APIError(error) else {
-            return HTTPResponse(
+        var response: HTTPResponse
+        if let apiError = APIError(error) {
+            response = HTTPResponse.json(apiError.status, apiError.encodedBody(userID: nil))
+            for (name, value) in apiError.headers { response.headers.add(name, value) }
+        } else {
+            response = HTTPResponse(
                 status: error.status, headers: ["Content-Type": "text/plain; charset=utf-8"],
                 body: Array("\(error.status.code) \(error.status.reasonPhrase)\n".utf8))
         }
-        var response = HTTPResponse.json(apiError.status, apiError.encodedBody(userID: nil))
-        for (name, value) in apiError.headers { response.headers.add(name, value) }
         response.headers.set("X-Request-Id", RequestID.forRequest(clientValue: nil))
         return response
     }

@@ -3,24 +3,6 @@ import Logging
 import Synchronization
 import TestSupport
 
-/// A clock the tests move by hand (unix seconds).
-final class ManualClock: Sendable {
-    private let value: Mutex<Double>
-
-    init(_ start: Double = 1_750_000_000) {
-        value = Mutex(start)
-    }
-
-    var now: Double { value.withLock { $0 } }
-
-    func advance(by seconds: Double) {
-        value.withLock { $0 += seconds }
-    }
-
-    /// The clock as the closure the production types take.
-    var closure: @Sendable () -> Double { { self.now } }
-}
-
 /// Log records captured for assertions.
 final class LogCapture: Sendable {
     struct Record: Sendable {
@@ -65,7 +47,7 @@ struct CapturingLogHandler: LogHandler {
 
 /// A fake Google, a clock, and the production types wired to them.
 struct FirebaseTestBed {
-    let clock: ManualClock
+    let clock: ManualClock<Double>
     let fake: FakeGoogle
     let transport: InProcessTransport
     let logs: LogCapture
@@ -77,7 +59,7 @@ struct FirebaseTestBed {
         clockSkew: Int = 60, cacheCapacity: Int = 10_000, emulatorMode: Bool = false,
         keyCacheConfiguration: PublicKeyCache.Configuration = .init()
     ) {
-        let clock = ManualClock()
+        let clock = ManualClock<Double>()
         let fake = FakeGoogle(now: clock.closure)
         let transport = InProcessTransport(fake: fake)
         let logs = LogCapture()

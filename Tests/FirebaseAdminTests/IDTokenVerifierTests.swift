@@ -368,7 +368,7 @@ struct IDTokenVerifierEmulatorTests {
     @Test("works without a key cache")
     func noKeyCache() throws {
         let minter = TokenMinter()
-        let clock = ManualClock()
+        let clock = ManualClock<Double>()
         let verifier = IDTokenVerifier(
             projectId: "locify-test", keys: nil, emulatorMode: true, now: clock.closure, logger: LogCapture().logger())
         #expect(try verifier.verify(try minter.emulatorToken(claims: minter.claims(issuedAt: clock.now))).uid == "user-1")

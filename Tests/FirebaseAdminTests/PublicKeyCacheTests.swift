@@ -87,7 +87,7 @@ struct PublicKeyCacheTests {
 
     @Test("a background refresh never stalls requests while keys are cached")
     func refreshDoesNotStall() throws {
-        let clock = ManualClock()
+        let clock = ManualClock<Double>()
         let source = GatedCertificateSource()
         let cache = PublicKeyCache(source: source, now: clock.closure, logger: LogCapture().logger())
         #expect(try cache.publicKey(forKeyID: TestKeys.primary.kid) != nil)

@@ -4,17 +4,6 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// A clock tests move by hand.
-final class ManualClock: Sendable {
-    private let current = Mutex<Duration>(.seconds(1000))
-
-    var clock: HTTPServerClock { HTTPServerClock { [self] in current.withLock { $0 } } }
-
-    func advance(by duration: Duration) {
-        current.withLock { $0 += duration }
-    }
-}
-
 @Suite("HTTPServer: timeouts")
 struct HTTPServerTimeoutTests {
     @Test("a slowloris client is cut off at the header deadline with 408 while another client is served")
@@ -76,9 +65,9 @@ struct HTTPServerTimeoutTests {
 
     @Test("timeouts follow the injected clock: nothing expires until it moves")
     func injectedClock() throws {
-        let manual = ManualClock()
+        let manual = ManualClock<Duration>(.seconds(1000))
         try withHTTPTestServer(configure: {
-            $0.clock = manual.clock
+            $0.clock = manual.httpClock
             $0.keepAliveIdleTimeout = .seconds(60)
             $0.headerReadTimeout = .seconds(10)
         }) { server in

@@ -27,21 +27,6 @@ enum SharedServer {
     }
 }
 
-/// A server clock that tests set by hand (`ApplicationDependencies.now`).
-final class ManualClock: Sendable {
-    private let current: Mutex<Timestamp>
-
-    init(_ start: Timestamp) {
-        current = Mutex(start)
-    }
-
-    var now: Timestamp { current.withLock { $0 } }
-
-    func set(_ timestamp: Timestamp) {
-        current.withLock { $0 = timestamp }
-    }
-}
-
 /// A user of a test server: a unique uid and a token minted once for it.
 struct APIUser: Sendable {
     let server: TestServer

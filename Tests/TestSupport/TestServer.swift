@@ -216,7 +216,7 @@ public struct TestResponse: Sendable {
 }
 
 /// Quiet unless `LOCIFY_TEST_LOG` names a level (e.g. `debug`).
-let testServerLogger: Logger = {
+public let testServerLogger: Logger = {
     guard let level = ProcessInfo.processInfo.environment["LOCIFY_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) else {
         return Logger(label: "locify-test") { _ in SwiftLogNoOpLogHandler() }
     }

@@ -1,0 +1,45 @@
+# locify-server in two stages: the Swift 6 toolchain image builds the release binary (the Swift
+# runtime linked in statically), a slim Debian image runs it as a non-root user with the shared
+# libraries it needs (libpq5, libssl3 for libcrypto, libcurl4 for Foundation's networking), the SQL
+# migrations it applies at start and the openapi.yaml it serves.
+#
+#   docker build -t locify-server .
+#   docker compose up          # with PostgreSQL, see docker-compose.yml
+
+# ---- build ------------------------------------------------------------------------------------
+FROM swift:6.3-bookworm AS build
+# The system libraries the CLibPQ and CLibCrypto targets link (found through pkg-config), and
+# libcurl's, which the statically linked FoundationNetworking needs at link time.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libpq-dev libssl-dev libcurl4-openssl-dev pkg-config \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+# Dependencies first, so editing the sources does not refetch them.
+COPY Package.swift ./
+RUN swift package resolve
+COPY Sources ./Sources
+# SwiftPM wants every target of the manifest to exist, test targets included.
+COPY Tests ./Tests
+RUN swift build -c release --static-swift-stdlib --product locify-server \
+    && install -D "$(swift build -c release --show-bin-path)/locify-server" /out/locify-server
+
+# ---- run ----------------------------------------------------------------------------------------
+FROM debian:bookworm-slim
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libpq5 libssl3 libcurl4 libstdc++6 ca-certificates tzdata \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --uid 10001 --user-group --home-dir /app --no-create-home locify
+WORKDIR /app
+COPY --from=build /out/locify-server /app/locify-server
+COPY migrations /app/migrations
+COPY openapi.yaml /app/openapi.yaml
+USER locify:locify
+# Listen on every interface inside the container (the server's own default is 127.0.0.1).
+ENV HOST=0.0.0.0 \
+    PORT=8080 \
+    LOCIFY_MIGRATIONS_DIR=/app/migrations
+EXPOSE 8080
+# SIGTERM drains in-flight requests (LOCIFY_SHUTDOWN_GRACE_SECONDS) and exits 0.
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/app/locify-server"]
+CMD ["serve"]

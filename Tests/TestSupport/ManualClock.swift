@@ -1,0 +1,41 @@
+import HTTPServer
+import Synchronization
+
+/// A clock tests move by hand: unix seconds (`Double`), server time (`Timestamp`) or monotonic
+/// time (`Duration`), whatever the clock under test reads.
+public final class ManualClock<Value: Sendable>: Sendable {
+    private let current: Mutex<Value>
+
+    public init(_ start: Value) {
+        current = Mutex(start)
+    }
+
+    /// The time now.
+    public var now: Value { current.withLock { $0 } }
+
+    /// Sets the time.
+    public func set(_ value: Value) {
+        current.withLock { $0 = value }
+    }
+
+    /// The clock as the closure the production types take.
+    public var closure: @Sendable () -> Value { { self.now } }
+}
+
+extension ManualClock where Value == Double {
+    /// A unix-seconds clock starting at `start`.
+    public convenience init() { self.init(1_750_000_000) }
+
+    public func advance(by seconds: Double) {
+        current.withLock { $0 += seconds }
+    }
+}
+
+extension ManualClock where Value == Duration {
+    /// The HTTP server's monotonic clock, driven by hand.
+    public var httpClock: HTTPServerClock { HTTPServerClock { [self] in now } }
+
+    public func advance(by duration: Duration) {
+        current.withLock { $0 += duration }
+    }
+}

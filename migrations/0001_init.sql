@@ -24,6 +24,9 @@ CREATE TABLE users (
     -- Tokens whose iat (unix seconds) is at or before this are refused: set when the account was
     -- deleted earlier and re-created, so an old token cannot act on the new account.
     tokens_valid_after bigint      NOT NULL DEFAULT -1,
+    -- Highest change stamp among this user's purged tombstones: a cursor before it may have
+    -- missed a delete and gets 410 E009, whatever the clocks say.
+    purged_seq         bigint      NOT NULL DEFAULT 0,
     category_count     bigint      NOT NULL DEFAULT 0,  -- live categories
     location_count     bigint      NOT NULL DEFAULT 0,  -- live locations
     favorite_count     bigint      NOT NULL DEFAULT 0,  -- live locations with is_favorite

@@ -51,6 +51,17 @@ public struct SyncCursor: Sendable, Equatable {
         SyncCursor(phase: .delta, seq: seq, rank: 2, afterID: minID, issuedAt: issuedAt)
     }
 
+    /// Whether a tombstone purged with stamps up to `purgedThrough` may be one this cursor has
+    /// not delivered yet. A delta position is past a stamp only when the stamp is lower, or equal
+    /// with everything at it delivered (rank 2); a snapshot continues with a delta after its
+    /// high-water stamp, so only later deletes matter to it.
+    func mayHaveMissed(purgedThrough: Int64) -> Bool {
+        switch phase {
+        case .delta: return seq < purgedThrough || (seq == purgedThrough && rank < 2)
+        case .snapshotCategories, .snapshotLocations: return seq < purgedThrough
+        }
+    }
+
     private static let version: UInt8 = 1
     private static let payloadLength = 1 + 1 + 8 + 1 + 16 + 8
 

@@ -23,16 +23,22 @@ extension SyncService {
         try pool.withTransaction(isolation: .repeatableRead, readOnly: true) { connection in
             guard
                 let user = try connection.query(
-                    "SELECT tokens_valid_after, change_seq, now(), created_at FROM users WHERE id = \(caller.userID)"
+                    """
+                    SELECT tokens_valid_after, change_seq, now(), created_at, purged_seq FROM users
+                    WHERE id = \(caller.userID)
+                    """
                 ).first
             else { throw AccountMissing() }
             try AccountGate.check(tokensValidAfter: user.decode(0), caller)
             let serverNow: Timestamp = try user.decode(2)
             let accountCreatedAt: Timestamp = try user.decode(3)
-            // Too old for the retention, or issued to an earlier account under the same id (deleted
-            // since; its stamps restarted, so the position means nothing now): resync from scratch.
+            let purgedThrough: Int64 = try user.decode(4)
+            // Too old for the retention, issued to an earlier account under the same id (deleted
+            // since; its stamps restarted, so the position means nothing now), or behind a purged
+            // tombstone it has not delivered: resync from scratch.
             if let start,
                 start.issuedAt < serverNow.adding(milliseconds: -retentionSeconds * 1000) || start.issuedAt < accountCreatedAt
+                    || start.mayHaveMissed(purgedThrough: purgedThrough)
             {
                 throw LocifyError.cursorExpired
             }
@@ -42,9 +48,11 @@ extension SyncService {
                 ?? SyncCursor(phase: .snapshotCategories, seq: highWater, rank: 0, afterID: SyncCursor.minID, issuedAt: serverNow)
             var changes: [RecordState] = []
             let hasMore = try fill(&changes, cursor: &cursor, limit: limit, connection: connection, userID: caller.userID)
-            // A cursor that has caught up is as fresh as this snapshot; one in the middle of a
-            // backlog keeps the time its position was first established (retention, API.md 11).
-            if !hasMore { cursor.issuedAt = serverNow }
+            // A cursor that has caught up stands after every stamp handed out so far (all of them
+            // are committed and were read: stamps are issued under the user's lock, in commit
+            // order) and is as fresh as this snapshot; one in the middle of a backlog keeps the time
+            // its position was first established (retention, API.md 11).
+            if !hasMore { cursor = .after(seq: max(highWater, cursor.seq), issuedAt: serverNow) }
             let ordered = changes.filter { $0.kind == .category } + changes.filter { $0.kind == .location }
             return FeedPage(changes: ordered, cursor: cursor.encoded(for: caller.userID), hasMore: hasMore)
         }

@@ -39,17 +39,28 @@ public final class TombstonePurger: Sendable {
             // Locations first: a category tombstone's removal cascades to its locations' rows.
             for table in ["locations", "categories"] {
                 while true {
-                    let count = try pool.withConnection { connection in
+                    // Each batch also raises the owners' `purged_seq` to the highest stamp it removed,
+                    // in the same statement, so the feed knows exactly which cursors lost a delete.
+                    let count: Int64 = try pool.withConnection { connection in
                         try connection.query(
                             """
-                            DELETE FROM \(unsafeSQL: table) WHERE (user_id, id) IN (
-                                SELECT user_id, id FROM \(unsafeSQL: table)
-                                WHERE deleted_at IS NOT NULL AND changed_at < now() - make_interval(secs => \(Double(retentionSeconds)))
-                                LIMIT \(batchSize))
+                            WITH purged AS (
+                                DELETE FROM \(unsafeSQL: table) WHERE (user_id, id) IN (
+                                    SELECT user_id, id FROM \(unsafeSQL: table)
+                                    WHERE deleted_at IS NOT NULL
+                                      AND changed_at < now() - make_interval(secs => \(Double(retentionSeconds)))
+                                    LIMIT \(batchSize))
+                                RETURNING user_id, change_seq
+                            ), marked AS (
+                                UPDATE users u SET purged_seq = GREATEST(u.purged_seq, p.seq)
+                                FROM (SELECT user_id, max(change_seq) AS seq FROM purged GROUP BY user_id) p
+                                WHERE u.id = p.user_id
+                            )
+                            SELECT count(*) FROM purged
                             """
-                        ).affectedRowCount
+                        ).first?.decode(0) ?? 0
                     }
-                    removed += count
+                    removed += Int(count)
                     if count < batchSize { break }
                 }
             }

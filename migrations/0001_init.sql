@@ -11,9 +11,11 @@
 -- stamps every row it touches with the new value. Per user, commit order therefore equals
 -- change_seq order, and "all rows with change_seq > cursor" never skips a concurrent commit.
 --
--- Derived counts (live categories, live locations, favorites; per user and per category) are
--- maintained by triggers in the same transaction as the write, so list endpoints read a total in
--- O(1) instead of counting rows, and the counts stay exact under concurrent writes.
+-- Derived counts (live locations and favorites per category, live categories per user) are
+-- maintained by triggers in the same transaction as the write, so list endpoints read a total
+-- from a few rows instead of counting locations, and the counts stay exact under concurrent
+-- writes. A user's totals are the sums over their live categories: a live location always
+-- belongs to a live category (the location trigger enforces it).
 
 CREATE TABLE users (
     id                 text        PRIMARY KEY CHECK (char_length(id) BETWEEN 1 AND 128),
@@ -28,8 +30,6 @@ CREATE TABLE users (
     -- missed a delete and gets 410 E009, whatever the clocks say.
     purged_seq         bigint      NOT NULL DEFAULT 0,
     category_count     bigint      NOT NULL DEFAULT 0,  -- live categories
-    location_count     bigint      NOT NULL DEFAULT 0,  -- live locations
-    favorite_count     bigint      NOT NULL DEFAULT 0,  -- live locations with is_favorite
     created_at         timestamptz NOT NULL,
     updated_at         timestamptz NOT NULL
 );
@@ -89,8 +89,10 @@ CREATE TABLE locations (
     deleted_at  timestamptz,
     change_seq  bigint           NOT NULL,
     changed_at  timestamptz      NOT NULL DEFAULT now(),
-    PRIMARY KEY (user_id, id),
-    FOREIGN KEY (user_id, category_id) REFERENCES categories (user_id, id) ON DELETE CASCADE
+    -- No foreign key to categories: the trigger below checks the stronger rule (a live location
+    -- in a live category) without the row lock a foreign-key check takes on every write, and
+    -- category tombstones may be purged while older location tombstones still name them.
+    PRIMARY KEY (user_id, id)
 );
 
 -- GET /v1/locations, one index per sort and filter the API offers (live rows only); every order
@@ -102,31 +104,8 @@ CREATE INDEX locations_live_by_category_created
     ON locations (user_id, category_id, created_at DESC, id) WHERE deleted_at IS NULL;
 CREATE INDEX locations_live_by_favorite_created
     ON locations (user_id, is_favorite, created_at DESC, id) WHERE deleted_at IS NULL;
--- Category delete: every location of a category, live or not (reassign and cascade).
-CREATE INDEX locations_by_category ON locations (user_id, category_id);
 CREATE INDEX locations_by_change ON locations (user_id, change_seq, id);
 CREATE INDEX locations_tombstones ON locations (changed_at) WHERE deleted_at IS NOT NULL;
-
--- Invariant: a live location belongs to a live category of its user. The services check it
--- before writing (for a clean E007); this trigger also holds it for single-statement writes whose
--- snapshot predates a concurrent category delete (its query runs on a fresh snapshot, after the
--- statement took the user's write lock). SQLSTATE LC001 tells the services which error it is.
-CREATE FUNCTION locify_require_live_category() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM 1 FROM categories
-     WHERE user_id = NEW.user_id AND id = NEW.category_id AND deleted_at IS NULL;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'category % is not a live category of its user', NEW.category_id
-              USING ERRCODE = 'LC001';
-    END IF;
-    RETURN NEW;
-END;
-$$;
-
-CREATE TRIGGER locations_live_category
-    BEFORE INSERT OR UPDATE OF category_id, deleted_at ON locations
-    FOR EACH ROW WHEN (NEW.deleted_at IS NULL)
-    EXECUTE FUNCTION locify_require_live_category();
 
 -- Durable clean-up work for Google (Storage objects, the Auth account), recorded in the same
 -- transaction as the deletion that needs it and run by the job worker until it succeeds.
@@ -143,8 +122,14 @@ CREATE TABLE cleanup_jobs (
 CREATE INDEX cleanup_jobs_due ON cleanup_jobs (run_after, id);
 CREATE INDEX cleanup_jobs_by_user ON cleanup_jobs (user_id, id);
 
--- Counter maintenance. Setting `locify.skip_counters` to 'on' for a transaction skips it (account
--- deletion removes every row of the user, counters included).
+-- Counter maintenance and the category rule. Setting `locify.skip_counters` to 'on' for a
+-- transaction skips both (account deletion removes every row of the user, counters included).
+--
+-- A location that is live after the write must belong to a live category of its user: the
+-- count update below finds no such category otherwise and raises SQLSTATE LC001, which the
+-- services map to E007. It runs after the statement took the user's write lock and sees the
+-- latest committed category row, so a category deleted concurrently is never missed, even by a
+-- single-statement write whose own snapshot predates that delete.
 
 CREATE FUNCTION locify_location_counters() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
@@ -168,16 +153,11 @@ BEGIN
         UPDATE categories
            SET location_count = location_count + 1,
                favorite_count = favorite_count + NEW.is_favorite::int
-         WHERE user_id = NEW.user_id AND id = NEW.category_id;
-    END IF;
-    IF old_live IS DISTINCT FROM new_live
-       OR (old_live AND new_live AND OLD.is_favorite <> NEW.is_favorite) THEN
-        UPDATE users
-           SET location_count = location_count - old_live::int + new_live::int,
-               favorite_count = favorite_count
-                                - (old_live AND OLD.is_favorite)::int
-                                + (new_live AND NEW.is_favorite)::int
-         WHERE id = COALESCE(NEW.user_id, OLD.user_id);
+         WHERE user_id = NEW.user_id AND id = NEW.category_id AND deleted_at IS NULL;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'category % is not a live category of its user', NEW.category_id
+                  USING ERRCODE = 'LC001';
+        END IF;
     END IF;
     RETURN NULL;
 END;

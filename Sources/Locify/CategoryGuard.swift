@@ -1,7 +1,7 @@
 import Postgres
 
 /// The database's own check that a live location belongs to a live category (the
-/// `locations_live_category` trigger of the schema), which raises this SQLSTATE.
+/// `locations_counters` trigger of the schema), which raises this SQLSTATE.
 enum CategoryGuard {
     static let sqlState = "LC001"
 

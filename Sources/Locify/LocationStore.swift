@@ -160,8 +160,8 @@ enum LocationStore {
             ])
     }
 
-    /// The total of a listing: read from the counters the triggers maintain, except for a text
-    /// search, which has to count. Written against `$1` rather than the joined user row, so it is
+    /// The total of a listing: read from the per-category counters the triggers maintain, except
+    /// for a text search, which has to count. Written against `$1` rather than the joined user row, so it is
     /// an uncorrelated subquery that PostgreSQL evaluates once, not once per row of the page.
     private static func totalExpression(_ query: LocationQuery, filters: String) -> String {
         if query.search != nil {
@@ -174,7 +174,10 @@ enum LocationStore {
             case false?: return "\(table).location_count - \(table).favorite_count"
             }
         }
-        guard query.categoryID != nil else { return counter("u") }
+        guard query.categoryID != nil else {
+            // A user's total is the sum over their live categories (every live location is in one).
+            return "(SELECT COALESCE(sum(\(counter("c"))), 0)::bigint FROM categories c WHERE c.user_id = $1 AND c.deleted_at IS NULL)"
+        }
         return """
             COALESCE((SELECT \(counter("c")) FROM categories c
                       WHERE c.user_id = $1 AND c.id = $2 AND c.deleted_at IS NULL), 0)

@@ -5,20 +5,24 @@ import Testing
 import TestSupport
 
 /// Every maintained counter that differs from a fresh `count(*)`, one line each (empty when all
-/// agree): `users.category_count`, `users.location_count`, `users.favorite_count`,
-/// `categories.location_count` and `categories.favorite_count` (live rows only, tombstones included
-/// in the scan so a tombstone's counters must be zero).
+/// agree): `users.category_count`, `categories.location_count` and `categories.favorite_count`
+/// (live rows only, tombstones included in the scan so a tombstone's counters must be zero), and
+/// the user totals the listing derives from them (sums over live categories).
 let counterMismatchesSQL: PostgresQuery = """
     SELECT 'user ' || u.id || ': categories ' || u.category_count || ' vs ' || actual.categories
-           || ', locations ' || u.location_count || ' vs ' || actual.locations
-           || ', favorites ' || u.favorite_count || ' vs ' || actual.favorites
+           || ', locations ' || derived.locations || ' vs ' || actual.locations
+           || ', favorites ' || derived.favorites || ' vs ' || actual.favorites
     FROM users u
+    CROSS JOIN LATERAL (
+        SELECT COALESCE(sum(c.location_count), 0) AS locations, COALESCE(sum(c.favorite_count), 0) AS favorites
+        FROM categories c WHERE c.user_id = u.id AND c.deleted_at IS NULL
+    ) derived
     CROSS JOIN LATERAL (
         SELECT (SELECT count(*) FROM categories c WHERE c.user_id = u.id AND c.deleted_at IS NULL) AS categories,
                (SELECT count(*) FROM locations l WHERE l.user_id = u.id AND l.deleted_at IS NULL) AS locations,
                (SELECT count(*) FROM locations l WHERE l.user_id = u.id AND l.deleted_at IS NULL AND l.is_favorite) AS favorites
     ) actual
-    WHERE (u.category_count, u.location_count, u.favorite_count)
+    WHERE (u.category_count, derived.locations, derived.favorites)
           IS DISTINCT FROM (actual.categories, actual.locations, actual.favorites)
     UNION ALL
     SELECT 'category ' || c.user_id || '/' || c.id || ': locations ' || c.location_count || ' vs ' || actual.locations

@@ -47,37 +47,35 @@ enum TextRules {
     }
 
     static func isHTTPSURL(_ raw: String) -> Bool {
-        if raw.unicodeScalars.contains(where: { $0.properties.isWhitespace || isControl($0) }) {
+        let bytes = Array(raw.utf8)
+        if bytes.allSatisfy({ $0 < 0x80 }) {
+            if bytes.contains(where: { $0 <= 0x20 || $0 == 0x7F }) { return false }
+        } else if raw.unicodeScalars.contains(where: { $0.properties.isWhitespace || isControl($0) }) {
             return false
         }
-        let scalars = Array(raw.unicodeScalars)
-        let scheme = "https://"
-        guard scalars.count > scheme.unicodeScalars.count,
-            String(String.UnicodeScalarView(scalars[0..<8])).lowercased() == scheme
+        // The delimiters below are ASCII, and UTF-8 never uses ASCII bytes inside a multi-byte
+        // character, so the structure can be read on bytes.
+        guard bytes.count > 8,
+            zip(bytes[0..<8], "https://".utf8).allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0) == $1 })
         else { return false }
-        let rest = scalars[8...]
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-        let authority = rest[rest.startIndex..<authorityEnd]
-        let hostAndPort = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
-        var host = hostAndPort
-        if hostAndPort.first == "[" {
-            guard let close = hostAndPort.firstIndex(of: "]") else { return false }
-            host = hostAndPort[hostAndPort.startIndex...close]
-            let afterHost = hostAndPort[hostAndPort.index(after: close)...]
-            return host.count > 2 && isValidPortSuffix(afterHost)
+        let rest = bytes[8...]
+        let authorityEnd = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+        let authority = rest[..<(authorityEnd ?? rest.endIndex)]
+        let hostAndPort = authority.lastIndex(of: UInt8(ascii: "@")).map { authority[($0 + 1)...] } ?? authority
+        if hostAndPort.first == UInt8(ascii: "[") {
+            guard let close = hostAndPort.firstIndex(of: UInt8(ascii: "]")) else { return false }
+            return close - hostAndPort.startIndex > 1 && isValidPortSuffix(hostAndPort[(close + 1)...])
         }
-        if let colon = hostAndPort.firstIndex(of: ":") {
-            host = hostAndPort[hostAndPort.startIndex..<colon]
-            guard isValidPortSuffix(hostAndPort[colon...]) else { return false }
-        }
-        return !host.isEmpty
+        guard let colon = hostAndPort.firstIndex(of: UInt8(ascii: ":")) else { return !hostAndPort.isEmpty }
+        return colon > hostAndPort.startIndex && isValidPortSuffix(hostAndPort[colon...])
     }
 
     /// Empty, or `:` followed by 1-5 digits.
-    private static func isValidPortSuffix(_ suffix: ArraySlice<Unicode.Scalar>) -> Bool {
+    private static func isValidPortSuffix(_ suffix: ArraySlice<UInt8>) -> Bool {
         guard let first = suffix.first else { return true }
         let digits = suffix.dropFirst()
-        return first == ":" && (1...5).contains(digits.count) && digits.allSatisfy { $0.value >= 0x30 && $0.value <= 0x39 }
+        return first == UInt8(ascii: ":") && (1...5).contains(digits.count)
+            && digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 
     static func trimmingWhitespace(_ raw: String) -> String {

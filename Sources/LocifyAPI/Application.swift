@@ -163,7 +163,8 @@ public func buildApplication(
     let responder = LocifyResponder(
         router: router, authenticator: Authenticator(verifier: verifier, logger: logger),
         rateLimiter: RateLimiter(ratePerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
-        admit: { caller in try services.users.admit(caller) }, metrics: metrics, logger: logger)
+        admit: { caller in try services.users.admit(caller) }, inlinePaths: OperationsRoutes.inlinePaths, metrics: metrics,
+        logger: logger)
     let server = HTTPServer(configuration: http, responder: responder, logger: logger)
     serverBox.server = server
     return Application(

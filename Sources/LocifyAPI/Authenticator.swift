@@ -32,23 +32,22 @@ struct Authenticator: Sendable {
         }
     }
 
-    /// The token of `Bearer <token>` (RFC 6750 section 2.1; the scheme in any letter case).
+    /// The token of `Bearer <token>` (RFC 6750 section 2.1; the scheme in any letter case, one
+    /// space, then a token without spaces).
     static func bearerToken(_ header: String) -> String? {
-        let utf8 = Array(header.utf8)
-        guard utf8.count > 7, utf8[6] == UInt8(ascii: " "),
-            String(decoding: utf8[0..<6], as: UTF8.self).lowercased() == "bearer"
+        var utf8 = header.utf8[...]
+        while let last = utf8.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { utf8.removeLast() }
+        let scheme = utf8.prefix(7)
+        guard utf8.count > 7, scheme.last == UInt8(ascii: " "),
+            zip(scheme.dropLast(), "bearer".utf8).allSatisfy({ asciiLowercased($0) == $1 })
         else { return nil }
-        let token = String(decoding: utf8[7...], as: UTF8.self).trimmingSpaces()
-        return token.isEmpty || token.contains(" ") ? nil : token
+        let token = utf8.dropFirst(7)
+        guard !token.contains(UInt8(ascii: " ")), !token.contains(UInt8(ascii: "\t")) else { return nil }
+        return String(Substring(token))
     }
 }
 
-extension String {
-    /// Without leading and trailing spaces and tabs.
-    func trimmingSpaces() -> String {
-        var scalars = Substring(self)
-        while let first = scalars.first, first == " " || first == "\t" { scalars.removeFirst() }
-        while let last = scalars.last, last == " " || last == "\t" { scalars.removeLast() }
-        return String(scalars)
-    }
+/// The byte with ASCII `A`-`Z` mapped to `a`-`z` (for case-insensitive tokens of HTTP headers).
+func asciiLowercased(_ byte: UInt8) -> UInt8 {
+    byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
 }

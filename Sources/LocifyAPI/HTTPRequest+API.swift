@@ -28,8 +28,10 @@ extension HTTPRequest {
 
     /// `application/json`, any letter case, parameters (charset) allowed.
     static func isJSON(_ contentType: String) -> Bool {
-        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
-        return mediaType.trimmingSpaces().lowercased() == "application/json"
+        var mediaType = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }
+        while let first = mediaType.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { mediaType.removeFirst() }
+        while let last = mediaType.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { mediaType.removeLast() }
+        return mediaType.count == 16 && zip(mediaType, "application/json".utf8).allSatisfy { asciiLowercased($0) == $1 }
     }
 
     /// The query string's parameters, validated one by one.

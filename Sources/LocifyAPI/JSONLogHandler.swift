@@ -30,7 +30,7 @@ public struct JSONLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var writer = JSONWriter(reservingCapacity: 256)
+        var writer = JSONWriter(reservingCapacity: 320)
         writer.beginObject()
         writer.key("ts")
         writer.timestamp(Timestamp.now())
@@ -40,17 +40,16 @@ public struct JSONLogHandler: LogHandler {
         writer.string(event.message.description)
         writer.key("logger")
         writer.string(label)
-        var fields = self.metadata
-        if let explicit = event.metadata { fields.merge(explicit) { $1 } }
+        var fields = event.metadata ?? [:]
+        if !metadata.isEmpty { fields.merge(metadata) { explicit, _ in explicit } }
         if let error = event.error { fields["error"] = "\(error)" }
         for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
             writer.key(key)
             Self.write(value, into: &writer)
         }
         writer.endObject()
-        var line = writer.bytes
-        line.append(0x0A)
-        output(line)
+        writer.bytes.append(0x0A)
+        output(writer.bytes)
     }
 
     /// Writes `line` to file descriptor 1: one `write(2)`, repeated only after a short write.
@@ -65,21 +64,19 @@ public struct JSONLogHandler: LogHandler {
         }
     }
 
-    /// Numbers and booleans logged as strings are written as JSON numbers and booleans.
+    /// Strings stay strings (a numeric user id is still a string); numbers and booleans logged as
+    /// `.stringConvertible` are written as JSON numbers and booleans.
     private static func write(_ value: Logger.Metadata.Value, into writer: inout JSONWriter) {
         switch value {
         case .string(let text):
-            if let number = Int64(text) { writer.int64(number) } else { writer.string(text) }
+            writer.string(text)
         case .stringConvertible(let convertible):
-            let text = convertible.description
-            if let number = Int64(text) {
-                writer.int64(number)
-            } else if let number = Double(text), number.isFinite, convertible is any BinaryFloatingPoint {
-                writer.double(number)
-            } else if convertible is Bool {
-                writer.bool(text == "true")
-            } else {
-                writer.string(text)
+            switch convertible {
+            case let number as Int: writer.int(number)
+            case let number as Int64: writer.int64(number)
+            case let number as Double where number.isFinite: writer.double(number)
+            case let flag as Bool: writer.bool(flag)
+            default: writer.string(convertible.description)
             }
         case .array(let values):
             writer.beginArray()

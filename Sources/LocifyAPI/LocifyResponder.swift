@@ -12,14 +12,14 @@ struct LocifyResponder: HTTPResponder {
     /// The account gate (provisioning, revoked tokens), run when a request fails validation
     /// before reaching the database, so a revoked token is told 401 rather than 400.
     let admit: @Sendable (Caller) throws -> Void
+    /// The paths whose routes are cheap and non-blocking, answered on the I/O thread; a set
+    /// lookup, so the route table is searched once per request, in `respond`.
+    let inlinePaths: Set<String>
     let metrics: Metrics
     let logger: Logger
 
     func executionMode(for request: HTTPRequest) -> HTTPExecutionMode {
-        switch router.match(request.method, path: request.path) {
-        case .found(let route, _, _): return route.inline ? .inline : .worker
-        case .notFound, .methodNotAllowed: return .inline
-        }
+        inlinePaths.contains(request.path) ? .inline : .worker
     }
 
     func respond(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPResponse {
@@ -64,8 +64,9 @@ struct LocifyResponder: HTTPResponder {
         logger.info(
             "request",
             metadata: [
-                "request_id": "\(requestID)", "method": "\(request.method.rawValue)", "route": "\(routePattern)",
-                "status": "\(response.status.code)", "duration_ms": .stringConvertible(elapsed.milliseconds), "user_id": "\(userID ?? "")",
+                "request_id": .string(requestID), "method": .string(request.method.rawValue), "route": .string(routePattern),
+                "status": .stringConvertible(response.status.code), "duration_ms": .stringConvertible(elapsed.milliseconds),
+                "user_id": .string(userID ?? ""),
             ])
         return response
     }

@@ -10,8 +10,13 @@ struct OperationsRoutes: Sendable {
     /// The served contract, read at start; nil when the file was not found.
     let openAPIDocument: [UInt8]?
 
+    /// The operational paths whose handlers are cheap and never block: the server answers them
+    /// on its I/O threads, without a hop to the worker pool (`/health/ready` queries the database,
+    /// so it is not one of them).
+    static let inlinePaths: Set<String> = ["/health", "/metrics", "/openapi.yaml"]
+
     func register(in router: inout Router<Route>) {
-        router.add(.GET, "/health", Route(handler: .open { _ in Self.ok }, inline: true))
+        router.add(.GET, "/health", Route(handler: .open { _ in Self.ok }))
         let pool = self.pool
         router.add(.GET, "/health/ready", Route(handler: .open { _ in
             do {
@@ -26,12 +31,12 @@ struct OperationsRoutes: Sendable {
             HTTPResponse(
                 status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
                 body: Array(metrics().utf8))
-        }, inline: true))
+        }))
         let document = openAPIDocument
         router.add(.GET, "/openapi.yaml", Route(handler: .open { _ in
             guard let document else { throw APIError.routeNotFound }
             return HTTPResponse(status: .ok, headers: ["Content-Type": "application/yaml; charset=utf-8"], body: document)
-        }, inline: true))
+        }))
     }
 
     private static let ok = HTTPResponse.json(.ok, Array(#"{"status":"ok"}"#.utf8))

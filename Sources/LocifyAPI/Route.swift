@@ -1,7 +1,7 @@
 import HTTPServer
 import Locify
 
-/// One entry of the route table: what handles the request and where it runs.
+/// One entry of the route table: what handles the request.
 struct Route: Sendable {
     enum Handler: Sendable {
         /// Operational endpoints: no token.
@@ -11,8 +11,6 @@ struct Route: Sendable {
     }
 
     var handler: Handler
-    /// Cheap and non-blocking, so answered on the I/O thread without a hop to the worker pool.
-    var inline: Bool = false
 }
 
 /// A request whose token was verified, with its path parameters.

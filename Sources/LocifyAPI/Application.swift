@@ -96,6 +96,11 @@ public func buildApplication(
 ) throws -> Application {
     var databaseConfiguration = try PostgresConfiguration(connectionString: configuration.databaseURL)
     databaseConfiguration.applicationName = "locify-server"
+    // Every statement is prepared once per connection and shaped so that its generic plan is the
+    // index plan (see the Store files); without this, PostgreSQL keeps re-planning the listings
+    // on every execution (their generic cost estimate assumes LIMIT $n returns 10% of the table),
+    // which cost more database CPU than running them.
+    databaseConfiguration.sessionSettings["plan_cache_mode"] = "force_generic_plan"
     let pool = ConnectionPool(configuration: databaseConfiguration, size: configuration.databasePoolSize, logger: logger)
     let applied = try runMigrations(configuration: configuration, pool: pool, logger: logger)
     if !applied.isEmpty { logger.info("applied migrations", metadata: ["files": "\(applied.joined(separator: ", "))"]) }

@@ -35,15 +35,19 @@ struct Authenticator: Sendable {
     /// The token of `Bearer <token>` (RFC 6750 section 2.1; the scheme in any letter case, one
     /// space, then a token without spaces).
     static func bearerToken(_ header: String) -> String? {
-        var utf8 = header.utf8[...]
-        while let last = utf8.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { utf8.removeLast() }
-        let scheme = utf8.prefix(7)
-        guard utf8.count > 7, scheme.last == UInt8(ascii: " "),
-            zip(scheme.dropLast(), "bearer".utf8).allSatisfy({ asciiLowercased($0) == $1 })
-        else { return nil }
-        let token = utf8.dropFirst(7)
-        guard !token.contains(UInt8(ascii: " ")), !token.contains(UInt8(ascii: "\t")) else { return nil }
-        return String(Substring(token))
+        var header = header
+        return header.withUTF8 { bytes in
+            var end = bytes.count
+            while end > 0, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") { end -= 1 }
+            guard end > 7, bytes[6] == UInt8(ascii: " ") else { return nil }
+            for (index, expected) in "bearer".utf8.enumerated() where asciiLowercased(bytes[index]) != expected {
+                return nil
+            }
+            for index in 7..<end where bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: "\t") {
+                return nil
+            }
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[7..<end]), as: UTF8.self)
+        }
     }
 }
 

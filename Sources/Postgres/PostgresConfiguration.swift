@@ -11,6 +11,9 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
     /// The session's `statement_timeout`, default 30 seconds (nil: the server's setting), so a
     /// stuck statement cannot hold a worker thread forever.
     public var statementTimeout: Duration? = .seconds(30)
+    /// Run-time parameters set on every new session (`set_config(name, value)`), e.g.
+    /// `plan_cache_mode`. Default none.
+    public var sessionSettings: [String: String] = [:]
     /// The `application_name` reported to the server (visible in `pg_stat_activity`), default
     /// `locify`; an `application_name` in the connection string wins.
     public var applicationName = "locify"

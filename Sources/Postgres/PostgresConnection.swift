@@ -43,6 +43,9 @@ public final class PostgresConnection {
                 setup += "; SET statement_timeout = \(seconds * 1000 + attoseconds / 1_000_000_000_000_000)"
             }
             try connection.execute(unsafeSQL: setup)
+            for (name, value) in configuration.sessionSettings.sorted(by: { $0.key < $1.key }) {
+                try connection.query("SELECT set_config(\(name), \(value), false)")
+            }
         } catch {
             throw PostgresError(kind: .connectionFailed, sqlState: error.sqlState, message: "session setup failed: \(error.message)")
         }

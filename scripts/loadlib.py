@@ -11,6 +11,7 @@ import http.client
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -364,3 +365,26 @@ class Sampler:
                 csv.flush()
                 if self.stopping.wait(self.interval):
                     break
+
+
+def ensure_wrk():
+    """Installs wrk with apt-get when it is not on PATH."""
+    if shutil.which("wrk"):
+        return
+    log("installing wrk")
+    subprocess.run(["apt-get", "update", "-qq"], check=True)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], check=True,
+                   env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+
+
+def open_connections(port):
+    """The server's http_open_connections gauge (from /metrics), -1 when it cannot be read."""
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        connection.request("GET", "/metrics")
+        text = connection.getresponse().read().decode()
+        connection.close()
+        match = re.search(r"^http_open_connections (\d+)", text, re.M)
+        return int(match.group(1)) if match else -1
+    except (OSError, http.client.HTTPException):
+        return -1

@@ -11,8 +11,9 @@ import Locify
 ///
 /// What an accepted draft promises is checked (API.md sections 4 and 11): trimmed names of
 /// 1-255 code points without control characters, https URLs, coordinates in range, at most ten
-/// distinct image URLs; decoding twice gives the same draft; a decoded cursor re-encodes to
-/// one that decodes to itself.
+/// distinct image URLs, timestamps that render in the API's output form and read back as the same
+/// instant; decoding twice gives the same draft; a decoded cursor re-encodes to one that decodes
+/// to itself.
 @main
 enum FuzzRequestDecoding {
     static let userID = "fuzz-user"
@@ -41,6 +42,7 @@ enum FuzzRequestDecoding {
             if let pathID { precondition(draft.id == pathID, "path id not used") }
             checkName(draft.name)
             if let icon = draft.icon { checkURL(icon) }
+            [draft.createdAt, draft.updatedAt].compactMap { $0 }.forEach(checkTimestamp)
         }
     }
 
@@ -55,6 +57,7 @@ enum FuzzRequestDecoding {
             precondition(draft.imageURLs.count <= LocationDraft.maxImageURLs, "too many image URLs")
             precondition(Set(draft.imageURLs).count == draft.imageURLs.count, "duplicate image URLs")
             draft.imageURLs.forEach(checkURL)
+            [draft.createdAt, draft.updatedAt].compactMap { $0 }.forEach(checkTimestamp)
             for text in [draft.address, draft.description].compactMap({ $0 }) {
                 precondition(text.unicodeScalars.count <= 1000, "long text over 1000 code points")
                 precondition(!text.unicodeScalars.allSatisfy(\.properties.isWhitespace), "blank text not turned into null")
@@ -66,7 +69,9 @@ enum FuzzRequestDecoding {
     }
 
     static func decodeDeleteOptions(_ body: JSONValue) {
-        _ = try? DeleteOptions(body: body, query: [])
+        if let options = try? DeleteOptions(body: body, query: []), let updatedAt = options.updatedAt {
+            checkTimestamp(updatedAt)
+        }
         // The same members as query items (strings only), as `?updated_at=...` would carry them.
         guard case .object(let object) = body else { return }
         let items = object.compactMap { member -> (name: String, value: String)? in
@@ -88,7 +93,7 @@ enum FuzzRequestDecoding {
         case (.location, .create), (.location, .update):
             decodeLocation(body)
         case (_, .delete):
-            _ = try? SyncService.deletion(body)
+            if let updatedAt = (try? SyncService.deletion(body))?.1.updatedAt { checkTimestamp(updatedAt) }
         }
     }
 
@@ -105,6 +110,14 @@ enum FuzzRequestDecoding {
         precondition(
             scalars.first.map { !$0.properties.isWhitespace } ?? false
                 && scalars.last.map { !$0.properties.isWhitespace } ?? false, "name not trimmed")
+    }
+
+    /// An accepted timestamp renders as the API's output form (`YYYY-MM-DDTHH:MM:SS.sssZ`), which
+    /// reads back as the same instant: the server echoes it in the record.
+    static func checkTimestamp(_ timestamp: Timestamp) {
+        let text = timestamp.rfc3339
+        precondition(text.utf8.count == 24, "timestamp renders as \(text)")
+        precondition(Timestamp(rfc3339: text) == timestamp, "timestamp \(text) does not read back")
     }
 
     static func checkURL(_ url: String) {

@@ -152,4 +152,25 @@ struct SecurityInjectionTests {
         }
         expectError(try user.get("/v1/categories/\(id)"), 404, "E007")
     }
+
+    @Test("token claims PostgreSQL cannot store (NUL) or that break the name rules never fail provisioning: they are left out, and the user can set a name")
+    func hostileTokenClaims() throws {
+        let server = try SharedServer.get()
+        let cases: [(email: String?, name: String?, expectedEmail: JSONValue, expectedName: JSONValue)] = [
+            ("nul\u{0}@example.com", "a\u{0}b", .null, .null),
+            ("bell\u{7}@example.com", String(repeating: "n", count: 256), .null, .null),
+            ("ok@example.com", "  Ann  ", "ok@example.com", "Ann"),
+            ("é@exämple.com", "\u{202E}Zoë 😀", "é@exämple.com", "\u{202E}Zoë 😀"),
+        ]
+        for (email, name, expectedEmail, expectedName) in cases {
+            let uid = "claims-" + newID().prefix(8)
+            let token = try server.token(for: uid, email: email, name: name)
+            let profile = try server.request("GET", "/v1/users/me", token: token)
+            #expect(profile.status == 200, "\(profile.text)")
+            #expect(profile.object["email"] == expectedEmail && profile.object["name"] == expectedName, "\(profile.text)")
+            #expect(try server.request("GET", "/v1/categories", token: token).meta["total_count"] == 4)
+            let renamed = try server.request("PUT", "/v1/users/me", token: token, json: ["name": "Fixed"])
+            #expect(renamed.object["name"] == "Fixed")
+        }
+    }
 }

@@ -70,6 +70,20 @@ let package = Package(
             path: "Tests/TestSupport",
             swiftSettings: strictSettings
         ),
+        // Fuzz targets (libFuzzer). `scripts/fuzz` builds them with `-sanitize=fuzzer,address
+        // -DFUZZING` into `.build-fuzz`; a normal build makes each a replayer of its committed
+        // corpus and regression inputs (`Fuzz/corpus/`, `Fuzz/regressions/`). See RELIABILITY.md.
+        .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport", swiftSettings: strictSettings),
+        .executableTarget(
+            name: "FuzzHTTPRequestParser", dependencies: ["HTTPServer", "FuzzSupport"],
+            path: "Fuzz/FuzzHTTPRequestParser", swiftSettings: strictSettings),
+        .executableTarget(
+            name: "FuzzIDToken",
+            dependencies: ["FirebaseAdmin", "JSON", "TestSupport", "FuzzSupport", .product(name: "Logging", package: "swift-log")],
+            path: "Fuzz/FuzzIDToken", swiftSettings: strictSettings),
+        .executableTarget(
+            name: "FuzzRequestDecoding", dependencies: ["Locify", "JSON", "FuzzSupport"],
+            path: "Fuzz/FuzzRequestDecoding", swiftSettings: strictSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strictSettings),

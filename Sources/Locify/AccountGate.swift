@@ -35,11 +35,12 @@ enum AccountGate {
         try check(tokensValidAfter: deletedSecond, caller)
         let defaults = DefaultCategories.all
         let now = Timestamp.now()
+        let profile = Self.profile(of: caller)
         try connection.query(
             """
             WITH new_user AS (
                 INSERT INTO users (id, email, name, change_seq, tokens_valid_after, created_at, updated_at)
-                VALUES (\(caller.userID), \(caller.email), \(caller.name), 1, \(deletedSecond), \(now), \(now))
+                VALUES (\(caller.userID), \(profile.email), \(profile.name), 1, \(deletedSecond), \(now), \(now))
                 ON CONFLICT (id) DO NOTHING
                 RETURNING id
             )
@@ -48,6 +49,16 @@ enum AccountGate {
             FROM new_user, unnest(\(defaults.map(\.id)), \(defaults.map(\.name)), \(defaults.map { TextRules.sortKey($0.name) }))
                  AS d(id, name, name_key)
             """)
+    }
+
+    /// The profile a new account takes from the token's claims. A `name` that breaks the name
+    /// rules (API.md section 11) is stored trimmed when that makes it valid, else left out, and an
+    /// `email` holding a control character is left out: a claim PostgreSQL cannot store (NUL) must
+    /// not fail every request of that user with a 500.
+    static func profile(of caller: Caller) -> (email: String?, name: String?) {
+        let name = caller.name.flatMap { try? TextRules.name($0, field: "name") }
+        let email = caller.email.flatMap { $0.unicodeScalars.contains(where: TextRules.isControl) ? nil : $0 }
+        return (email, name)
     }
 
     /// Provisions the account on first sight and refuses a revoked token, for a request that may

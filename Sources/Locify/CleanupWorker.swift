@@ -55,10 +55,12 @@ public final class CleanupWorker: Sendable {
     /// The queue depth as of the last poll.
     public var statistics: QueueStatistics { cachedStatistics.withLock { $0 } }
 
-    /// Starts polling on a thread of its own.
+    /// Starts polling on a thread of its own. The task holds the worker weakly: the worker holds
+    /// the task, and a strong reference back was a cycle that kept every stopped worker (its pool
+    /// and Google clients) alive (LeakSanitizer found it).
     public func start() {
-        let task = PeriodicTask(name: "locify.cleanup-worker", interval: settings.pollInterval) { [self] in
-            _ = runDueJobs()
+        let task = PeriodicTask(name: "locify.cleanup-worker", interval: settings.pollInterval) { [weak self] in
+            _ = self?.runDueJobs()
         }
         self.task.withLock { $0 = task }
         task.start()

@@ -14,20 +14,21 @@ public struct SyncService: Sendable {
     let maxPushChanges: Int
 }
 
-/// One change of a push batch, decoded as far as it could be.
-struct PushItem {
-    enum Action: String {
+/// One change of a push batch, decoded as far as it could be. Package-visible for the
+/// request-decoding fuzz target.
+package struct PushItem {
+    package enum Action: String {
         case create, update, delete
     }
 
-    var typeName: String?
-    var kind: RecordKind?
-    var action: Action?
-    var data: JSONObject?
+    package var typeName: String?
+    package var kind: RecordKind?
+    package var action: Action?
+    package var data: JSONObject?
     /// Why the item cannot be applied, when its envelope is malformed.
-    var problem: LocifyError?
+    package var problem: LocifyError?
 
-    init(_ value: JSONValue) {
+    package init(_ value: JSONValue) {
         guard case .object(let change) = value else {
             problem = .invalid("changes", "every change must be an object")
             return
@@ -46,7 +47,7 @@ struct PushItem {
 
     /// The order group of API.md section 7: category creates and updates, then every location
     /// change, then category deletes (malformed items go first; they only report an error).
-    var group: Int {
+    package var group: Int {
         switch (kind, action) {
         case (.category?, .delete?): return 3
         case (.location?, _): return 2
@@ -56,7 +57,7 @@ struct PushItem {
     }
 
     /// The id to report: lower-case when it is a UUID, as sent otherwise.
-    var reportedID: String? {
+    package var reportedID: String? {
         guard let text = data?["id"]?.stringValue else { return nil }
         return UUID(apiString: text)?.lowercasedString ?? text
     }
@@ -151,7 +152,8 @@ extension SyncService {
         }
     }
 
-    private static func deletion(_ data: JSONValue) throws(LocifyError) -> (UUID, DeleteOptions) {
+    /// The id and options of a pushed delete (package-visible for the fuzz target).
+    package static func deletion(_ data: JSONValue) throws(LocifyError) -> (UUID, DeleteOptions) {
         let id = try FieldReader(body: data).requiredUUID("id")
         return (id, try DeleteOptions(body: data, query: []))
     }

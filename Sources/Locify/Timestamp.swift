@@ -106,16 +106,12 @@ extension Timestamp {
 extension Timestamp {
     /// Parses any RFC 3339 date-time (`T` or `t` or space separator, any fraction length,
     /// `Z`/`z` or a numeric offset), truncating the fraction to milliseconds. Returns nil for
-    /// anything else, including impossible dates such as February 30th and instants whose UTC
-    /// year falls outside 0000-9999 (`0000-01-01T00:00:00+01:00`), which RFC 3339 cannot write.
+    /// anything else, including impossible dates such as February 30th and instants outside
+    /// 0000-01-01T00:00:00Z...9999-12-31T23:59:59.999Z (which the output form cannot write).
     public init?(rfc3339 text: String) {
-        guard let parsed = Timestamp.parse(Array(text.utf8)), Timestamp.representable.contains(parsed) else { return nil }
+        guard let parsed = Timestamp.parse(Array(text.utf8)) else { return nil }
         self.init(milliseconds: parsed)
     }
-
-    /// The instants `rfc3339` can write: 0000-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z.
-    static let representable: ClosedRange<Int64> =
-        (daysSinceEpoch(year: 0, month: 1, day: 1) * 86_400_000)...(daysSinceEpoch(year: 10_000, month: 1, day: 1) * 86_400_000 - 1)
 
     private static func parse(_ b: [UInt8]) -> Int64? {
         // date-time = full-date "T" full-time  (RFC 3339 section 5.6)
@@ -173,8 +169,16 @@ extension Timestamp {
         // A leap second (:60) is folded into the next second, as most systems do.
         let days = daysSinceEpoch(year: year, month: month, day: day)
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetMinutes * 60
-        return seconds * 1000 + millis
+        let milliseconds = seconds * 1000 + millis
+        // Only instants the output form can write (a four-digit year in UTC) are accepted: an
+        // offset or leap second can push a date at either end of 0000-9999 outside it, and such an
+        // instant would not render (a negative year trapped the server; found by fuzzing).
+        guard representableRange.contains(milliseconds) else { return nil }
+        return milliseconds
     }
+
+    /// 0000-01-01T00:00:00.000Z ... 9999-12-31T23:59:59.999Z, in milliseconds since the epoch.
+    static let representableRange: ClosedRange<Int64> = -62_167_219_200_000...253_402_300_799_999
 
     private static func daysInMonth(year: Int64, month: Int64) -> Int64 {
         switch month {

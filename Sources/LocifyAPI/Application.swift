@@ -228,8 +228,10 @@ private func cleanupExecutor(
         storage: storage, identity: identity, bucket: configuration.storageBucket, projectID: configuration.firebaseProjectID)
 }
 
-/// Lets the metrics closure reach the server, which is created after the routes.
+/// Lets the metrics closure reach the server, which is created after the routes. Weak: the
+/// server owns the router that owns the closure, so a strong reference would be a cycle keeping
+/// every shut-down application alive (LeakSanitizer found it).
 private final class ServerBox: @unchecked Sendable {
     // safe because: set once in buildApplication before the server starts; read-only afterwards.
-    var server: HTTPServer?
+    weak var server: HTTPServer?
 }

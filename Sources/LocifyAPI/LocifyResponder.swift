@@ -59,6 +59,7 @@ struct LocifyResponder: HTTPResponder {
             response = errorResponse(error, userID: userID, requestID: requestID)
         }
         response.headers.set("X-Request-Id", requestID)
+        Self.harden(&response)
         let elapsed = ContinuousClock.now - started
         metrics.record(method: request.method.rawValue, route: routePattern, status: response.status.code, seconds: elapsed.seconds)
         logger.info(
@@ -84,7 +85,15 @@ struct LocifyResponder: HTTPResponder {
                 body: Array("\(error.status.code) \(error.status.reasonPhrase)\n".utf8))
         }
         response.headers.set("X-Request-Id", RequestID.forRequest(clientValue: nil))
+        Self.harden(&response)
         return response
+    }
+
+    /// Headers every response carries (OWASP API8): clients must not sniff another media type
+    /// from the body, and no cache may keep a response, which may hold a user's records.
+    static func harden(_ response: inout HTTPResponse) {
+        response.headers.set("X-Content-Type-Options", "nosniff")
+        response.headers.set("Cache-Control", "no-store")
     }
 
     private func errorResponse(_ error: any Error, userID: String?, requestID: String) -> HTTPResponse {

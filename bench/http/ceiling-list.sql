@@ -10,9 +10,10 @@
 -- plan_cache_mode = force_generic_plan; the harness sets the same through PGOPTIONS.
 -- User ids are 10^18 + 1 .. 10^18 + users (pass -D users=N), the ids the harness seeds.
 --
--- bench/http/run warns when the Swift source it was copied from changes (the hash below covers
--- LocationStore.listQuery, its totalExpression and Location.columns); re-copy, then update it.
--- source-sha256: ad255c90d447e850
+-- bench/http/run compares this statement with the one the server ran for the list workload (read
+-- from pg_stat_activity; comments, white space and parameter names ignored) and warns when they
+-- differ: then re-copy it from LocationStore.listQuery.
+--
 \set uid 1000000000000000000 + random(1, :users)
 \set size 20
 \set skip 0

@@ -13,7 +13,6 @@ bench/results/<UTC time>/. See `bench/http/run --help` and bench/RESULTS.md.
 import argparse
 import datetime
 import glob
-import hashlib
 import json
 import os
 import re
@@ -28,6 +27,7 @@ import sys
 import tempfile
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
@@ -69,7 +69,6 @@ def parse_arguments(argv):
                     "see bench/RESULTS.md, section 'HTTP benchmark'.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", default=os.path.dirname(os.path.dirname(HERE)), help=argparse.SUPPRESS)
-    parser.add_argument("--print-source-hash", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-build", action="store_true", help="use the existing release build of locify-server")
     parser.add_argument("--peer", metavar="COMMAND",
                         help="also benchmark the server COMMAND starts (run with bash -c in the project folder, "
@@ -198,9 +197,9 @@ class Postgres:
         subprocess.run([self.script, "remove" if remove else "stop", folder],
                        capture_output=True, text=True, timeout=120)
 
-    def psql(self, port, sql=None, file=None, database=DATABASE, timeout=900):
+    def psql(self, port, sql=None, file=None, database=DATABASE, timeout=900, options=()):
         command = [self.tool("psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(port),
-                   "-U", "postgres", "-d", database]
+                   "-U", "postgres", "-d", database, *options]
         command += ["-f", file] if file else ["-c", sql]
         return run_command(command, timeout, f"psql {file or sql[:60]}")
 
@@ -453,7 +452,7 @@ class Bench:
             "server": target.server_ticks(stats) if target else 0,
             "postgres": target.postgres_ticks(stats) if target else 0,
             "bench": self.bench_ticks(stats),
-            "busy": procstat.machine_busy_ticks(),
+            "machine": procstat.machine_ticks(),
             "children_seconds": children.ru_utime + children.ru_stime,
         }
 
@@ -462,7 +461,7 @@ class Bench:
         elapsed = after["time"] - before["time"]
         ticks = procstat.CLOCK_TICKS
         client_seconds = after["children_seconds"] - before["children_seconds"]
-        busy = (after["busy"] - before["busy"]) / ticks
+        machine = {key: (after["machine"][key] - before["machine"][key]) / ticks for key in after["machine"]}
         bench = (after["bench"] - before["bench"]) / ticks
         return {
             "elapsed_seconds": round(elapsed, 3),
@@ -471,7 +470,9 @@ class Bench:
             "server_cores": (after["server"] - before["server"]) / ticks / elapsed,
             "postgres_cores": (after["postgres"] - before["postgres"]) / ticks / elapsed,
             "client_cores": client_seconds / elapsed,
-            "other_cores": max(0.0, (busy - bench - client_seconds) / elapsed),
+            "other_cores": max(0.0, (machine["process"] - bench - client_seconds) / elapsed),
+            "irq_cores": machine["irq"] / elapsed,
+            "steal_cores": machine["steal"] / elapsed,
         }
 
     def run_wrk(self, target, workload, duration, users_file, record=None):
@@ -529,16 +530,31 @@ class Bench:
             + (f"  non-2xx {item['non_2xx']}" if item["non_2xx"] else ""))
         self.save()
 
-    def ceiling_script_check(self):
-        """Warns when the Swift source the pgbench script was copied from has changed."""
-        script = os.path.join(HERE, "ceiling-list.sql")
-        with open(script) as file:
-            match = re.search(r"^-- source-sha256: (\S+)", file.read(), re.MULTILINE)
-        current = listquery_source_hash(self.project)
-        if not match or match.group(1) != current:
-            self.warnings.append("LocationStore.listQuery (or Location.columns) changed since bench/http/ceiling-list.sql "
-                                 f"was copied from it: re-copy the SQL and set its source-sha256 to {current}")
-        return script
+    def check_ceiling_sql(self, target):
+        """Compares the pgbench script's statement with the one the server actually ran for the
+        list workload (the last statement of its idle pool connections, from pg_stat_activity),
+        ignoring comments, white space and parameter names, and records the outcome."""
+        with open(os.path.join(HERE, "ceiling-list.sql")) as file:
+            script = file.read()
+        wanted = normalized_sql("\n".join(line for line in script.splitlines()
+                                          if not line.startswith("\\") and not line.startswith("--")))
+        separator = "\x1e"
+        output = self.postgres.psql(target.pg_port, "SELECT query FROM pg_stat_activity "
+                                    f"WHERE datname = '{DATABASE}' AND pid <> pg_backend_pid()",
+                                    timeout=60, options=("-A", "-t", "-R", separator))
+        observed = [query.strip() for query in output.split(separator)
+                    if "LIMIT $5 OFFSET $6" in query and "FROM users u" in query]
+        if any(normalized_sql(query) == wanted for query in observed):
+            self.meta["ceiling_sql_check"] = "the statement equals the one the server ran for the list workload"
+        elif observed:
+            with open(os.path.join(self.out, "server-list-statement.sql"), "w") as file:
+                file.write(observed[0] + "\n")
+            self.warnings.append("bench/http/ceiling-list.sql differs from the statement the server ran for the list "
+                                 "workload (saved as server-list-statement.sql): re-copy it from LocationStore.listQuery")
+            self.meta["ceiling_sql_check"] = "DIFFERS from the server's statement"
+        else:
+            self.meta["ceiling_sql_check"] = "not verified (no list statement seen in pg_stat_activity)"
+        log(f"ceiling SQL: {self.meta['ceiling_sql_check']}")
 
     def measure_ceiling(self, target, clients, threads, round_number):
         self.wait_until_quiet()
@@ -599,6 +615,8 @@ class Bench:
 
     def ceilings_for_round(self, round_number):
         ours = self.targets[0]
+        if "ceiling_sql_check" not in self.meta and "list" in self.args.workloads:
+            self.check_ceiling_sql(ours)
         pool = int(os.environ.get("DB_POOL_SIZE") or 2 * (os.cpu_count() or 1))
         self.measure_ceiling(ours, self.args.connections, self.args.threads, round_number)
         if pool != self.args.connections:
@@ -640,7 +658,6 @@ class Bench:
         if args.ceiling:
             self.meta["ceiling_script"] = "bench/http/ceiling-list.sql"
             self.meta["ceiling_target"] = "locify"
-            self.ceiling_script_check()
 
         key = firebase_keys.SigningKey(self.workdir)
         self.certs = firebase_keys.CertificateServer(key)
@@ -707,28 +724,15 @@ def ms_or_dash(microseconds):
     return "-" if microseconds is None else f"{microseconds / 1000:.2f}"
 
 
-def listquery_source_hash(project):
-    """A hash of the Swift text that builds the list workload's SQL."""
-    parts = []
-    with open(os.path.join(project, "Sources", "Locify", "LocationStore.swift")) as file:
-        text = file.read()
-    start = text.find("static func listQuery(")
-    end = text.find("/// One live location", start)
-    parts.append(text[start:end] if start >= 0 and end > start else "")
-    with open(os.path.join(project, "Sources", "Locify", "Location+Row.swift")) as file:
-        text = file.read()
-    start = text.find("static func columns(")
-    end = text.find("\n    }\n", start)
-    parts.append(text[start:end] if start >= 0 and end > start else "")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+def normalized_sql(text):
+    """SQL without comments, with white space collapsed and every parameter ($1, :name) as `?`."""
+    text = re.sub(r"--[^\n]*", " ", text)
+    text = re.sub(r"\$\d+|:[A-Za-z_]\w*", "?", text)
+    return " ".join(text.split()).rstrip(";").strip()
 
 
 def main(argv):
     args = parse_arguments(argv)
-    if args.print_source_hash:
-        print(listquery_source_hash(os.path.abspath(args.project)))
-        return 0
-
     def abort(signum, _frame):
         raise Aborted(f"received {signal.Signals(signum).name}")
 

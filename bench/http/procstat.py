@@ -81,13 +81,14 @@ def tree_ticks(root, stats):
     return total
 
 
-def machine_busy_ticks():
-    """Busy ticks of the whole machine (all cores) from /proc/stat: everything but idle and iowait."""
+def machine_ticks():
+    """Ticks of the whole machine (all cores) from /proc/stat: `process` (user, nice, system:
+    time some process ran), `irq` (hard and soft interrupts, e.g. loopback packets processed
+    outside any process) and `steal` (taken by the hypervisor)."""
     with open("/proc/stat") as file:
         fields = file.readline().split()
-    values = [int(value) for value in fields[1:9]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = values
-    return user + nice + system + irq + softirq + steal
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(value) for value in fields[1:9])
+    return {"process": user + nice + system, "irq": irq + softirq, "steal": steal}
 
 
 def status_kib(pid, key):
@@ -152,15 +153,15 @@ def postmaster_pid(data_dir):
 
 def wait_for_quiet(bench_ticks, max_wait, threshold_cores=0.15, window=1.0):
     """Waits up to max_wait seconds for a window in which processes outside the benchmark
-    (machine busy time minus `bench_ticks()`) use less than threshold_cores; returns the cores
-    they used in the last window."""
+    (process time of the machine minus `bench_ticks()`) use less than threshold_cores; returns
+    the cores they used in the last window."""
     deadline = time.monotonic() + max_wait
     others = 0.0
     while True:
-        busy_before, bench_before, started = machine_busy_ticks(), bench_ticks(), time.monotonic()
+        busy_before, bench_before, started = machine_ticks()["process"], bench_ticks(), time.monotonic()
         time.sleep(window)
         elapsed = time.monotonic() - started
-        busy = machine_busy_ticks() - busy_before
+        busy = machine_ticks()["process"] - busy_before
         bench = bench_ticks() - bench_before
         others = max(0.0, (busy - bench) / CLOCK_TICKS / elapsed)
         if others < threshold_cores or time.monotonic() >= deadline:

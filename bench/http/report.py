@@ -71,7 +71,7 @@ def render(meta, measurements, ceilings):
 
     medians = median_of_rounds(measurements)
     header = ["workload", "target", "req/s", "p50 ms", "p90 ms", "p99 ms", "non-2xx", "sock err",
-              "server ms/req", "pg ms/req", "wrk cores", "other cores", "RSS MB", "req/s by round"]
+              "server ms/req", "pg ms/req", "wrk cores", "irq cores", "other cores", "RSS MB", "req/s by round"]
     rows = []
     for (target, workload), item in medians.items():
         rows.append([
@@ -79,7 +79,8 @@ def render(meta, measurements, ceilings):
             ms(item["latency_us"]["p50"]), ms(item["latency_us"]["p90"]), ms(item["latency_us"]["p99"]),
             item["non_2xx"], item["socket_errors"],
             f"{item['server_cpu_ms_per_request']:.3f}", f"{item['postgres_cpu_ms_per_request']:.3f}",
-            f"{item['wrk_cores']:.2f}", f"{item['other_cores']:.2f}", f"{item['rss_peak_kib'] / 1024:.1f}",
+            f"{item['wrk_cores']:.2f}", f"{item['irq_cores']:.2f}", f"{item['other_cores']:.2f}",
+            f"{item['rss_peak_kib'] / 1024:.1f}",
             " / ".join(number(value) for value in item["rounds_requests_per_second"]),
         ])
     out.extend(columns(rows, header))
@@ -88,6 +89,8 @@ def render(meta, measurements, ceilings):
     if ceiling_medians:
         out.append("")
         out.append(f"Database ceiling: pgbench -M prepared, {meta.get('ceiling_script', '')}, on {meta.get('ceiling_target', '')}'s database")
+        if meta.get("ceiling_sql_check"):
+            out.append(f"SQL check: {meta['ceiling_sql_check']}")
         header = ["pgbench", "clients", "tps", "p50 ms", "p90 ms", "p99 ms", "failed", "pg ms/tx",
                   "pgbench cores", "other cores", "tps by round"]
         rows = []
@@ -161,5 +164,6 @@ def render(meta, measurements, ceilings):
     out.append("Columns: latencies are wrk's (whole HTTP round trip); non-2xx counts wrk's status errors "
                "(status >= 400); server/pg ms/req is CPU time of the server's processes / of all the cluster's "
                "PostgreSQL processes divided by the requests; wrk/other cores are CPU used meanwhile by wrk and by "
-               "processes outside the benchmark; RSS is the server's largest sampled resident set during that workload.")
+               "processes outside the benchmark, irq cores the machine's interrupt time (loopback traffic is "
+               "partly processed there); RSS is the server's largest sampled resident set during that workload.")
     return "\n".join(out) + "\n"

@@ -1,0 +1,141 @@
+-- bench/http/workload.lua: the one wrk script behind every workload of bench/http/run.
+--
+--   wrk ... -s bench/http/workload.lua URL -- WORKLOAD USERS_FILE NONCE
+--
+-- WORKLOAD is health, list, list_cat, categories or create. USERS_FILE has one line per user:
+-- "<uid>\t<ID token>\t<category id>,<category id>,...". Requests rotate over the users (and, for
+-- list_cat and create, over each user's categories), so every server sees the same request stream.
+-- NONCE is 15 hex digits, new for every wrk run: with the wrk thread number and a per-thread
+-- counter it makes the id of every created location unique across threads, runs and rounds.
+-- When wrk is done, one line "BENCH_RESULT {json}" reports requests, duration, errors and the
+-- latency percentiles (microseconds) for bench/http/harness.py to read.
+
+local next_thread_number = 0
+
+-- Runs in wrk's main Lua state, once per thread before it starts: gives each thread its number.
+function setup(thread)
+    next_thread_number = next_thread_number + 1
+    thread:set("thread_number", next_thread_number)
+end
+
+local workload
+local nonce
+local users = {}
+local prepared = {}
+local cursor = 0
+local counter = 0
+
+local function split(text, separator)
+    local parts = {}
+    for part in string.gmatch(text, "([^" .. separator .. "]+)") do
+        parts[#parts + 1] = part
+    end
+    return parts
+end
+
+local function read_users(path)
+    local file = assert(io.open(path, "r"))
+    for line in file:lines() do
+        local fields = split(line, "\t")
+        if #fields >= 2 then
+            users[#users + 1] = {
+                uid = fields[1],
+                authorization = "Bearer " .. fields[2],
+                categories = fields[3] and split(fields[3], ",") or {},
+            }
+        end
+    end
+    file:close()
+    assert(#users > 0, "no users in " .. path)
+end
+
+local function get(path, user)
+    local headers = { ["Accept"] = "application/json" }
+    if user then
+        headers["Authorization"] = user.authorization
+    end
+    return wrk.format("GET", path, headers)
+end
+
+-- Runs in each thread's own Lua state.
+function init(args)
+    workload = args[1]
+    read_users(args[2])
+    nonce = args[3] or "000000000000000"
+    assert(#nonce == 15, "NONCE must be 15 hex digits")
+    local thread = thread_number or 1
+    if workload == "health" then
+        prepared[1] = get("/health", nil)
+    elseif workload == "list" then
+        for _, user in ipairs(users) do
+            prepared[#prepared + 1] = get("/v1/locations?page=1&size=20", user)
+        end
+    elseif workload == "list_cat" then
+        -- Users vary fastest, so consecutive requests go to different users.
+        local most = 0
+        for _, user in ipairs(users) do
+            most = math.max(most, #user.categories)
+        end
+        for index = 1, most do
+            for _, user in ipairs(users) do
+                local category = user.categories[(index - 1) % #user.categories + 1]
+                prepared[#prepared + 1] = get("/v1/locations?page=10&size=20&category_id=" .. category, user)
+            end
+        end
+    elseif workload == "categories" then
+        for _, user in ipairs(users) do
+            prepared[#prepared + 1] = get("/v1/categories", user)
+        end
+    elseif workload == "create" then
+        for _, user in ipairs(users) do
+            assert(#user.categories > 0, "user " .. user.uid .. " has no categories")
+        end
+    else
+        error("unknown workload " .. tostring(workload))
+    end
+    -- Threads start at different points of the rotation.
+    cursor = (thread - 1) * 7
+end
+
+local function create_request()
+    counter = counter + 1
+    local user = users[(counter + cursor) % #users + 1]
+    local category = user.categories[math.floor(counter / #users) % #user.categories + 1]
+    -- Version 4 layout: nonce (15 hex digits), thread number (3), counter (12).
+    local id = string.format("%s-%s-4%s-8%03x-%012x",
+        string.sub(nonce, 1, 8), string.sub(nonce, 9, 12), string.sub(nonce, 13, 15),
+        (thread_number or 1) % 4096, counter)
+    local body = string.format(
+        '{"id":"%s","category_id":"%s","name":"Bench place %d","address":"%d Benchmark Road",'
+            .. '"latitude":%.6f,"longitude":%.6f,"is_favorite":%s}',
+        id, category, counter, counter % 1000 + 1,
+        (counter % 17000) / 100 - 85, (counter % 35000) / 100 - 175,
+        counter % 10 == 0 and "true" or "false")
+    return wrk.format("POST", "/v1/locations", {
+        ["Accept"] = "application/json",
+        ["Authorization"] = user.authorization,
+        ["Content-Type"] = "application/json",
+    }, body)
+end
+
+function request()
+    if workload == "create" then
+        return create_request()
+    end
+    cursor = cursor % #prepared + 1
+    return prepared[cursor]
+end
+
+-- Runs in the main state after the run; latencies are in microseconds.
+function done(summary, latency, requests)
+    local errors = summary.errors
+    io.write(string.format(
+        'BENCH_RESULT {"requests":%d,"duration_us":%d,"bytes":%d,'
+            .. '"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},'
+            .. '"latency_us":{"min":%d,"mean":%.1f,"stdev":%.1f,"max":%d,"p50":%d,"p75":%d,"p90":%d,"p99":%d,"p999":%d}}\n',
+        summary.requests, summary.duration, summary.bytes,
+        errors.connect, errors.read, errors.write, errors.status, errors.timeout,
+        latency.min, latency.mean, latency.stdev, latency.max,
+        latency:percentile(50), latency:percentile(75), latency:percentile(90),
+        latency:percentile(99), latency:percentile(99.9)))
+end

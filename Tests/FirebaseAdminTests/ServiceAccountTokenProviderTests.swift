@@ -88,7 +88,7 @@ struct ServiceAccountTests {
     @Test("loads a key file, turning the PEM's \\n escapes into newlines", arguments: [false, true])
     func load(pkcs1: Bool) throws {
         let path = try TestServiceAccount.writeFile(pkcs1: pkcs1)
-        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+        defer { try? FileManager.default.removeItem(atPath: path) }
         #expect(String(decoding: try #require(FileManager.default.contents(atPath: path)), as: UTF8.self).contains(#"\n"#))
         let account = try ServiceAccount.load(path: path)
         #expect(account == TestServiceAccount.account(pkcs1: pkcs1))

@@ -66,7 +66,7 @@ struct HTTPServerConnectionTests {
             let client = try server.client()
             let count = 500
             let requests = (0..<count).map { "GET /r\($0) HTTP/1.1\r\nHost: h\r\nX-Pad: \(String(repeating: "x", count: $0 % 50))\r\n\r\n" }
-            let writer = HTTPBackgroundJob { try? client.send(requests.joined()) }
+            let writer = BackgroundThread { try? client.send(requests.joined()) }
             let answers = try (0..<count).map { _ in try client.readResponse().text }
             #expect(answers == (0..<count).map { "/r\($0)" })
             writer.wait()

@@ -56,9 +56,9 @@ struct HTTPServerLimitsTests {
         try withHTTPTestServer(responder: responder, configure: { $0.writeTimeout = .milliseconds(300) }) { server in
             let client = try server.client()
             try client.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
-            #expect(HTTPSocketInspector.eventually { server.server.openConnections == 1 })
+            #expect(eventually { server.server.openConnections == 1 })
             // The client reads nothing; the server gives up on it.
-            #expect(HTTPSocketInspector.eventually(timeout: .seconds(20)) { server.server.openConnections == 0 })
+            #expect(eventually(timeout: .seconds(20)) { server.server.openConnections == 0 })
             #expect(client.waitForClose())
         }
     }

@@ -66,7 +66,7 @@ struct HTTPServerRobustnessTests {
                 resetting.reset()
             }
             try expectStillServing(server)
-            #expect(HTTPSocketInspector.eventually { server.server.openConnections == 0 })
+            #expect(eventually { server.server.openConnections == 0 })
         }
     }
 
@@ -85,7 +85,7 @@ struct HTTPServerRobustnessTests {
                 client.reset()
             }
             try expectStillServing(server)
-            #expect(HTTPSocketInspector.eventually { server.server.openConnections == 0 })
+            #expect(eventually { server.server.openConnections == 0 })
         }
     }
 
@@ -121,8 +121,8 @@ struct HTTPServerRobustnessTests {
                 }
             }
             try expectStillServing(server)
-            #expect(HTTPSocketInspector.eventually(timeout: .seconds(20)) { server.server.openConnections == 0 })
-            #expect(HTTPSocketInspector.eventually { HTTPSocketInspector.serverSideSocketCount(port: port) == 1 })
+            #expect(eventually(timeout: .seconds(20)) { server.server.openConnections == 0 })
+            #expect(eventually { HTTPSocketInspector.serverSideSocketCount(port: port) == 1 })
         }
     }
 }

@@ -23,7 +23,7 @@ struct HTTPServerShutdownTests {
         let client = try server.client()
         try client.send("GET /slow HTTP/1.1\r\nHost: h\r\n\r\n")
         #expect(handlerStarted.wait(timeout: .now() + 20) == .success)
-        let stopping = HTTPBackgroundJob { server.stop(gracePeriod: .seconds(10)) }
+        let stopping = BackgroundThread { server.stop(gracePeriod: .seconds(10)) }
         // The idle keep-alive connection is closed at once; the in-flight request completes.
         #expect(idle.waitForClose())
         let response = try client.readResponse(timeout: .seconds(20))
@@ -54,13 +54,13 @@ struct HTTPServerShutdownTests {
         #expect(stuck.waitForClose())
         #expect(halfway.waitForClose())
         release.signal()
-        #expect(HTTPSocketInspector.eventually { server.server.openConnections == 0 })
+        #expect(eventually { server.server.openConnections == 0 })
     }
 
     @Test("shutdown may be called twice, from several threads, and before start")
     func repeatedShutdown() throws {
         let server = try HTTPTestServer(responder: HTTPClosureResponder.echo)
-        let jobs = (0..<3).map { _ in HTTPBackgroundJob { server.stop(gracePeriod: .seconds(1)) } }
+        let jobs = (0..<3).map { _ in BackgroundThread { server.stop(gracePeriod: .seconds(1)) } }
         for job in jobs { #expect(job.wait()) }
         server.server.waitUntilStopped()
         let neverStarted = HTTPServer(
@@ -114,8 +114,8 @@ struct HTTPServerShutdownTests {
         try withHTTPTestServer(responder: responder, configure: { $0.workerThreads = 1 }) { server in
             let clients = try (0..<3).map { _ in try server.client() }
             for client in clients { try client.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n") }
-            #expect(HTTPSocketInspector.eventually { server.server.openConnections == 3 })
-            #expect(HTTPSocketInspector.eventually { server.server.workerQueueDepth == 2 })
+            #expect(eventually { server.server.openConnections == 3 })
+            #expect(eventually { server.server.workerQueueDepth == 2 })
             for _ in clients { release.signal() }
             for client in clients { #expect(try client.readResponse().status == 200) }
             #expect(server.server.workerQueueDepth == 0)

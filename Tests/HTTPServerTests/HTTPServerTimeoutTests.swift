@@ -12,7 +12,7 @@ struct HTTPServerTimeoutTests {
             let slow = try server.client()
             let port = server.port
             let request = Array("GET / HTTP/1.1\r\nHost: h\r\nX-Padding: \(String(repeating: "p", count: 200))\r\n\r\n".utf8)
-            let dripping = HTTPBackgroundJob {
+            let dripping = BackgroundThread {
                 for byte in request {
                     guard (try? slow.send([byte])) != nil else { return }
                     usleep(100_000)

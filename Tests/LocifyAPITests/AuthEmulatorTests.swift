@@ -134,7 +134,7 @@ struct AuthEmulatorTests {
         let token = try Self.devToken([uid])
         #expect(try server.request("GET", "/v1/users/me", token: token).status == 200)
         #expect(try server.request("DELETE", "/v1/users/me", token: token).status == 204)
-        #expect(TestServer.eventually { server.fake.deletedAccounts == [uid] })
+        #expect(eventually { server.fake.deletedAccounts == [uid] })
         #expect(server.fake.objects(bucket: TestConstants.bucket).isEmpty)
         #expect(server.fake.issuedTokenCount == 0, "no service-account token is needed with the emulators")
         let identityCalls = server.fake.requests.filter { $0.endpoint == .accountsDelete }

@@ -13,7 +13,7 @@ struct AuthKeyCacheTests {
     /// under way (that fetch holds the cache's fetch lock, so no request fetches a second time).
     static func startServer(maxAge: Int) throws -> TestServer {
         let server = try TestServer.start(google: { $0.certificatesMaxAge = maxAge })
-        guard TestServer.eventually(timeout: .seconds(30), { server.fake.requestCount(.certificates) >= 1 }) else {
+        guard eventually(timeout: .seconds(30), { server.fake.requestCount(.certificates) >= 1 }) else {
             server.stop()
             throw AuthTestError("the server never fetched the certificates at start")
         }
@@ -38,7 +38,7 @@ struct AuthKeyCacheTests {
         let before = server.fake.requestCount(.certificates)
         Thread.sleep(forTimeInterval: 1.2)
         #expect(try server.request("GET", "/v1/users/me", as: "keys-expiring-1").status == 200)
-        #expect(TestServer.eventually { server.fake.requestCount(.certificates) > before })
+        #expect(eventually { server.fake.requestCount(.certificates) > before })
         #expect(try server.request("GET", "/v1/users/me", as: "keys-expiring-2").status == 200)
     }
 
@@ -52,7 +52,7 @@ struct AuthKeyCacheTests {
         Thread.sleep(forTimeInterval: 1.2)
         #expect(try server.request("GET", "/v1/users/me", as: "keys-failing-1").status == 200)
         // The refresh was attempted (and failed) ...
-        #expect(TestServer.eventually { server.fake.requestCount(.certificates) >= 2 })
+        #expect(eventually { server.fake.requestCount(.certificates) >= 2 })
         // ... and requests keep succeeding on the cached keys, never turning into 503.
         for index in 2..<6 {
             let response = try server.request("GET", "/v1/users/me", as: "keys-failing-\(index)")

@@ -31,7 +31,7 @@ struct CleanupTests {
 
     /// Waits (generously) until every clean-up job is done.
     static func waitForEmptyQueue(_ server: TestServer, timeout: Duration = .seconds(90)) -> Bool {
-        TestServer.eventually(timeout: timeout) { (try? remainingJobs(server)) == 0 }
+        eventually(timeout: timeout) { (try? remainingJobs(server)) == 0 }
     }
 
     /// `cleanup_jobs{state="<state>"}` from `/metrics`.
@@ -220,7 +220,7 @@ struct CleanupTests {
         let credentials = try server.google.writeServiceAccountFile()
         let restarted = try server.startApplication(configure: { $0.googleApplicationCredentials = credentials })
         defer { restarted.shutdown() }
-        #expect(TestServer.eventually { (try? Self.remainingJobs(server)) == 2 })
+        #expect(eventually { (try? Self.remainingJobs(server)) == 2 })
         Thread.sleep(forTimeInterval: 0.5)  // several polls of the restarted worker
         #expect(!server.fake.listedPrefixes.contains("locations/\(scenario.uid)/"))
         #expect(server.fake.accountDeleteRequestUIDs.isEmpty)
@@ -380,12 +380,12 @@ struct CleanupTests {
         server.fake.failNext(.storageList, count: 100_000, status: 503)
         #expect(try server.request("DELETE", "/v1/users/me", as: uid).status == 204)
         // Both Storage jobs fail and are retried; the Auth job waits without having run.
-        #expect(TestServer.eventually {
+        #expect(eventually {
             (try? Self.cleanupGauge(server, "failed")) == 2 && (try? Self.cleanupGauge(server, "pending")) == 1
         })
         server.fake.clearFailures()
         #expect(Self.waitForEmptyQueue(server))
-        #expect(TestServer.eventually {
+        #expect(eventually {
             (try? Self.cleanupGauge(server, "failed")) == 0 && (try? Self.cleanupGauge(server, "pending")) == 0
         })
         #expect(server.fake.objects(bucket: Self.bucket).isEmpty)
@@ -406,7 +406,7 @@ struct CleanupTests {
         #expect(try server.request("DELETE", "/v1/categories/\(doomed)", as: uid).status == 204)
         // 3 jobs per account deletion, 2 for the category's folder (both letter cases of its id).
         // The worker polls (and counts the queue) without running anything.
-        #expect(TestServer.eventually { (try? Self.cleanupGauge(server, "pending")) == 8 })
+        #expect(eventually { (try? Self.cleanupGauge(server, "pending")) == 8 })
         Thread.sleep(forTimeInterval: 0.3)
         #expect(try Self.remainingJobs(server) == 8)
         #expect(server.fake.requests.allSatisfy { $0.endpoint == .certificates }, "no call to Google's admin APIs")
@@ -475,7 +475,7 @@ struct CleanupTests {
         server.fake.addObjects(["locations/\(uid)/a.jpg"], bucket: Self.bucket)
         server.fake.addAccounts([uid])
         #expect(try server.request("DELETE", "/v1/users/me", as: uid).status == 204)
-        #expect(TestServer.eventually { server.fake.requestCount(.token) >= 2 && (try? Self.cleanupGauge(server, "failed")) == 2 })
+        #expect(eventually { server.fake.requestCount(.token) >= 2 && (try? Self.cleanupGauge(server, "failed")) == 2 })
         #expect(server.fake.issuedTokenCount == 0)
         #expect(server.fake.requests.allSatisfy { $0.endpoint == .certificates || $0.endpoint == .token })
         #expect(server.fake.objects(bucket: Self.bucket) == ["locations/\(uid)/a.jpg"])
@@ -496,9 +496,7 @@ struct CleanupTests {
         } catch {
             #expect("\(error)".contains(missing))
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locify-sa-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let malformed = directory.appendingPathComponent("service-account.json")
+        let malformed = TestScratch.uniquePath("service-account.json")
         try Data(#"{"type": "service_account", "project_id": "p"}"#.utf8).write(to: malformed)
         do {
             let server = try TestServer.start(configure: { $0.googleApplicationCredentials = malformed.path })
@@ -516,9 +514,7 @@ struct CleanupTests {
             "private_key_id": .string(TestKeys.service.kid), "private_key": .string(key.privateKeyPEM),
             "client_email": .string(TestServiceAccount.clientEmail), "token_uri": .string(tokenURI),
         ])
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locify-sa-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let file = directory.appendingPathComponent("service-account.json")
+        let file = TestScratch.uniquePath("service-account.json")
         try Data(json).write(to: file)
         return file.path
     }

@@ -51,7 +51,7 @@ struct FaultProcessTests {
             Array(
                 ("POST /v1/sync/push HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(try ServerProcess.token(for: victim))\r\n"
                     + "Content-Type: application/json\r\nContent-Length: \(payload.count)\r\n\r\n").utf8) + payload)
-        let stuck = try TestServer.eventually {
+        let stuck = try eventually {
             try database.pool.withConnection { connection in
                 try connection.query(
                     """
@@ -67,7 +67,7 @@ struct FaultProcessTests {
         try blocker.execute(unsafeSQL: "ROLLBACK")
         // The orphaned backend dies once its statement finishes and it cannot answer.
         #expect(
-            try TestServer.eventually {
+            try eventually {
                 try database.pool.withConnection { connection in
                     try connection.query(
                         "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'locify-server'"

@@ -258,7 +258,7 @@ enum AccountFixture {
         try send("DELETE", "/v1/categories/\(doomed.uuidString)")
         // That delete queued Storage clean-up; let the worker finish it, so the user's row counts
         // stay still from here on unless a test changes them.
-        guard try TestServer.eventually({ try rowCounts(server, uid)["cleanup_jobs"] == 0 }) else {
+        guard try eventually({ try rowCounts(server, uid)["cleanup_jobs"] == 0 }) else {
             throw AuthTestError("the clean-up jobs of \(uid) did not finish")
         }
         return ids

@@ -210,7 +210,7 @@ struct CleanupWorkerTests {
         worker.runDueJobs()
         #expect(killed.withLock { $0 })
         #expect(try Self.remainingJobs(db) == 1, "the job's removal died with the session")
-        #expect(TestServer.eventually(timeout: .seconds(30)) {
+        #expect(eventually(timeout: .seconds(30)) {
             worker.runDueJobs()
             return (try? Self.remainingJobs(db)) == 0
         })
@@ -241,7 +241,7 @@ struct CleanupWorkerTests {
             first.stop()
             second.stop()
         }
-        #expect(TestServer.eventually { (try? Self.remainingJobs(db)) == 0 })
+        #expect(eventually { (try? Self.remainingJobs(db)) == 0 })
         #expect(executor.overlaps.isEmpty, "jobs run twice at once: \(executor.overlaps)")
         #expect(executor.calls.map(\.target).sorted() == expected.sorted())
         let calls = executor.calls
@@ -262,7 +262,7 @@ struct CleanupWorkerTests {
         defer { pool.close() }
         try Self.enqueue(db, userID: "u1", (0..<40).map { ("storage_object", "locations/u1/l/\($0).jpg") })
         worker.start()
-        #expect(TestServer.eventually { !executor.calls.isEmpty })
+        #expect(eventually { !executor.calls.isEmpty })
         let callsAtStop = executor.calls.count
         worker.stop()
         let callsAfterStop = executor.calls.count

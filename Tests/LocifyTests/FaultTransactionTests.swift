@@ -139,10 +139,10 @@ struct FaultTransactionTests {
 /// Polling with a generous upper bound (never a speed assertion).
 enum TestServerWait {
     static func until(timeout: Duration = .seconds(60), _ condition: () -> Bool) -> Bool {
-        TestServer.eventually(timeout: timeout, condition)
+        eventually(timeout: timeout, condition)
     }
 
     static func untilThrowing(timeout: Duration = .seconds(60), _ condition: () throws -> Bool) throws -> Bool {
-        try TestServer.eventually(timeout: timeout, condition)
+        try eventually(timeout: timeout, condition)
     }
 }

@@ -114,12 +114,12 @@ struct SyncConcurrencyTests {
         let isFinished: @Sendable () -> Bool = { shared.writersDone.load(ordering: .acquiring) }
         let firstPage = DispatchSemaphore(value: 0)
         let halfway = DispatchSemaphore(value: 0)
-        let early = JoinableThread { try Self.read(sync, caller, seed: seed &+ 1, isFinished: isFinished, firstPageRead: firstPage) }
+        let early = BackgroundThread { try Self.read(sync, caller, seed: seed &+ 1, isFinished: isFinished, firstPageRead: firstPage) }
         #expect(firstPage.wait(timeout: .now() + 60) == .success)
         let writerCount = 4
         let batches = 25
         let writers = (0..<writerCount).map { writer in
-            JoinableThread { () throws -> [Int] in
+            BackgroundThread { () throws -> [Int] in
                 var rng = SeededGenerator(seed: seed &+ 100 &+ UInt64(writer))
                 var statuses = [0, 0, 0]  // applied, conflict, error
                 for batch in 0..<batches {
@@ -138,7 +138,7 @@ struct SyncConcurrencyTests {
         }
         // A second reader starts from scratch in the middle of the writes.
         #expect(halfway.wait(timeout: .now() + 120) == .success)
-        let late = JoinableThread { try Self.read(sync, caller, seed: seed &+ 2, isFinished: isFinished) }
+        let late = BackgroundThread { try Self.read(sync, caller, seed: seed &+ 2, isFinished: isFinished) }
         var statuses = [0, 0, 0]
         for writer in writers {
             let counts = try writer.join()
@@ -207,7 +207,7 @@ struct SyncConcurrencyTests {
         let earlyHasBegun = DispatchSemaphore(value: 0)
         let mayFinish = DispatchSemaphore(value: 0)
         // The early transaction begins (its timestamp is now fixed) and is held up before it writes.
-        let earlyWriter = JoinableThread {
+        let earlyWriter = BackgroundThread {
             try db.pool.withTransaction { connection in
                 try connection.query("SELECT now()")
                 earlyHasBegun.signal()
@@ -255,7 +255,7 @@ struct SyncConcurrencyTests {
         let (first, second) = (UUID(), UUID())
         let holding = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
-        let firstWriter = JoinableThread {
+        let firstWriter = BackgroundThread {
             try db.pool.withTransaction { connection in
                 try Self.writeLocation(connection, caller, id: first, category: category)
                 holding.signal()
@@ -263,7 +263,7 @@ struct SyncConcurrencyTests {
             }
         }
         #expect(holding.wait(timeout: .now() + 60) == .success)
-        let secondWriter = JoinableThread {
+        let secondWriter = BackgroundThread {
             _ = try db.services.locations.create(
                 caller, LocationDraft(id: second, categoryID: category, name: "Second", latitude: 3, longitude: 4))
         }

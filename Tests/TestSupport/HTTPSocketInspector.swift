@@ -34,14 +34,4 @@ public enum HTTPSocketInspector {
         }
         return inodes
     }
-
-    /// Polls `condition` every 20 ms until it holds or `timeout` passes; returns its last value.
-    public static func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            usleep(20_000)
-        }
-        return condition()
-    }
 }

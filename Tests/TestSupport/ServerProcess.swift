@@ -47,7 +47,7 @@ public final class ServerProcess: Sendable {
     /// on `port` (a free one when nil), and waits until `/health` answers.
     public static func start(databaseURL: String, port: Int? = nil, environment: [String: String] = [:]) throws -> ServerProcess {
         let port = try port ?? freePort()
-        let logPath = NSTemporaryDirectory() + "locify-server-\(UUID().uuidString.prefix(8)).log"
+        let logPath = TestScratch.uniquePath("locify-server.log").path
         var variables = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LOCIFY_") && $0.key != "DATABASE_URL" }
         variables["DATABASE_URL"] = databaseURL
         variables["PORT"] = String(port)
@@ -75,7 +75,7 @@ public final class ServerProcess: Sendable {
         let spawned = posix_spawn(&pid, binary, &actions, nil, arguments + [nil], environmentStrings + [nil])
         guard spawned == 0 else { throw TestDatabaseError("cannot start \(binary): error \(spawned)") }
         let process = ServerProcess(pid: pid, port: port, logPath: logPath)
-        let healthy = TestServer.eventually(timeout: .seconds(60)) {
+        let healthy = eventually(timeout: .seconds(60)) {
             guard process.exitStatusIfExited() == nil else { return true }
             return (try? process.get("/health").status) == 200
         }
@@ -104,7 +104,7 @@ public final class ServerProcess: Sendable {
 
     /// Waits for the child to exit; returns its wait status (see `exitCode`), nil on timeout.
     public func waitForExit(timeout: Duration) -> Int32? {
-        _ = TestServer.eventually(timeout: timeout) { exitStatusIfExited() != nil }
+        _ = eventually(timeout: timeout) { exitStatusIfExited() != nil }
         return exitStatusIfExited()
     }
 

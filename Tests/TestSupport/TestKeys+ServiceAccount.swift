@@ -33,11 +33,9 @@ public enum TestServiceAccount {
         ])
     }
 
-    /// Writes the key file into a fresh temporary directory and returns its path.
+    /// Writes the key file into the test scratch folder and returns its path.
     public static func writeFile(pkcs1: Bool = false, tokenURI: String = TestServiceAccount.tokenURI) throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locify-sa-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let file = directory.appendingPathComponent("service-account.json")
+        let file = TestScratch.uniquePath("service-account.json")
         try Data(json(pkcs1: pkcs1, tokenURI: tokenURI)).write(to: file)
         return file.path
     }

@@ -111,17 +111,6 @@ public final class TestServer: Sendable {
         return application
     }
 
-    /// Polls `condition` every 20 ms until it holds or `timeout` passes (a generous upper bound,
-    /// never a speed assertion); returns its last value.
-    public static func eventually(timeout: Duration = .seconds(60), _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        return try condition()
-    }
-
     /// Shuts the server down and drops its database.
     public func stop() {
         application.shutdown()

@@ -8,7 +8,7 @@ public struct LocationService: Sendable {
     let now: @Sendable () -> Timestamp
 
     public func list(_ caller: Caller, _ query: LocationQuery) throws -> Page<Location> {
-        try pool.withConnection { connection in
+        let read = { (connection: PostgresConnection) throws -> Page<Location> in
             try AccountGate.read(connection, caller, LocationStore.listQuery(userID: caller.userID, query)) { rows in
                 var records: [Location] = []
                 records.reserveCapacity(rows.count)
@@ -18,6 +18,14 @@ public struct LocationService: Sendable {
                 let total: Int64 = try rows.first?.decode(1) ?? 0
                 return Page(records: records, totalCount: total, page: query.page.page, size: query.page.size)
             }
+        }
+        guard query.search != nil else { return try pool.withConnection(read) }
+        // A search counts the user's matches, so its best plan depends on the user's size (an index
+        // scan of their rows, or a table scan for a user who owns most of it). The sessions'
+        // generic plans cannot tell users apart; this statement is planned for its values.
+        return try pool.withTransaction { connection in
+            try connection.execute(unsafeSQL: "SET LOCAL plan_cache_mode = force_custom_plan")
+            return try read(connection)
         }
     }
 

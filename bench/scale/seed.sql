@@ -57,9 +57,7 @@ CROSS JOIN LATERAL (
 
 UPDATE users u
 SET change_seq = (SELECT max(change_seq) FROM locations WHERE user_id = u.id),
-    category_count = (SELECT count(*) FROM categories WHERE user_id = u.id AND deleted_at IS NULL),
-    location_count = (SELECT count(*) FROM locations WHERE user_id = u.id AND deleted_at IS NULL),
-    favorite_count = (SELECT count(*) FROM locations WHERE user_id = u.id AND deleted_at IS NULL AND is_favorite)
+    category_count = (SELECT count(*) FROM categories WHERE user_id = u.id AND deleted_at IS NULL)
 WHERE u.id = :'uid';
 
 UPDATE categories c

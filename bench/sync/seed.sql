@@ -73,9 +73,7 @@ UPDATE categories c
           FROM locations GROUP BY user_id, category_id) s
  WHERE c.user_id = s.user_id AND c.id = s.category_id;
 UPDATE users u
-   SET category_count = (SELECT count(*) FROM categories c WHERE c.user_id = u.id AND c.deleted_at IS NULL),
-       location_count = (SELECT count(*) FROM locations l WHERE l.user_id = u.id AND l.deleted_at IS NULL),
-       favorite_count = (SELECT count(*) FROM locations l WHERE l.user_id = u.id AND l.deleted_at IS NULL AND l.is_favorite);
+   SET category_count = (SELECT count(*) FROM categories c WHERE c.user_id = u.id AND c.deleted_at IS NULL);
 COMMIT;
 
 VACUUM ANALYZE users;

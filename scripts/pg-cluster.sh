@@ -91,10 +91,15 @@ pg_cluster_port_in_use() {
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# A port nobody listens on, below the kernel's ephemeral range (ip_local_port_range): a port in
+# that range may be taken at any moment as the local end of an outgoing connection, and then
+# binding it fails.
 pg_cluster_pick_port() {
-    local port attempt
+    local port attempt low=32768
+    read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+    if ((low <= 20000 + 2000)); then low=32768; fi
     for attempt in $(seq 1 50); do
-        port=$((20000 + RANDOM % 30000))
+        port=$((20000 + RANDOM % (low - 20000)))
         if ! pg_cluster_port_in_use "$port"; then
             echo "$port"
             return 0

@@ -8,10 +8,10 @@ import Synchronization
 /// enforces the timeouts (checked every `timerResolution`).
 ///
 /// Thread confinement (why `@unchecked Sendable` is safe): everything but `inbox` is touched only
-/// by the loop's own thread. Other threads talk to the loop only through `inbox` (a `Mutex`) and
+/// by the loop's own thread. Other threads talk to the loop only through `inbox` (a lock) and
 /// the eventfd that wakes it: the acceptor adopts connections, workers hand connections back,
 /// `shutdown` asks it to drain.
-// safe because all state but the Mutex-protected inbox is confined to the loop thread (see above).
+// safe because all state but the lock-protected inbox is confined to the loop thread (see above).
 final class EventLoop: @unchecked Sendable {
     private enum Message {
         case adopt(fd: Int32, remoteAddress: String)
@@ -30,7 +30,7 @@ final class EventLoop: @unchecked Sendable {
     private let pool: WorkerPool
     private let epoll: Epoll
     private let wakeFD: Int32
-    private let inbox = Mutex(Inbox())
+    private let inbox = HandoffLock(Inbox())
 
     // Loop-thread state.
     private var connections: [UInt64: Connection] = [:]

@@ -33,7 +33,7 @@ final class WorkerPool: Sendable {
         }
     }
 
-    private let queue = Mutex(Queue())
+    private let queue = HandoffLock(Queue())
     private let available = DispatchSemaphore(value: 0)
     private let context: ServerContext
     private let threadCount: Int

@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 import Logging
-import Synchronization
 
 /// One I/O thread: an edge-triggered epoll loop over its share of the connections. It reads,
 /// parses, runs `.inline` handlers, sends requests to the worker pool, writes responses, and

@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Glibc
-import Synchronization
 
 /// The bounded pool of dedicated threads that run `.worker` handlers, pulling from one FIFO queue
 /// (a mutex-protected queue plus a semaphore counting queued jobs). Never Dispatch's global pool.

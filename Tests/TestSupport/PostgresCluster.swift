@@ -102,19 +102,7 @@ public final class PostgresCluster: Sendable {
         let executable = binaries + "/" + program
         let command = getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
         let logPath = directory + "/\(program).out"
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let cArguments = command.map { strdup($0) }
-        defer { cArguments.forEach { free($0) } }
-        var processID: pid_t = 0
-        let spawned = posix_spawn(&processID, command[0], &actions, nil, cArguments + [nil], environ)
-        guard spawned == 0 else {
-            throw TestDatabaseError("cannot start \(command[0]): error \(spawned)")
-        }
+        let processID = try spawnProcess(command, logPath: logPath)
         var status: Int32 = 0
         while waitpid(processID, &status, 0) < 0 {
             guard errno == EINTR else { throw TestDatabaseError("waitpid failed: errno \(errno)") }

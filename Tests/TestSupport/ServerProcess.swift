@@ -61,19 +61,7 @@ public final class ServerProcess: Sendable {
         for (key, value) in environment { variables[key] = value }
 
         let binary = try binaryPath()
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argumentList: [String] = [binary]
-        let arguments = argumentList.map { strdup($0) }
-        let environmentStrings = variables.map { strdup("\($0.key)=\($0.value)") }
-        defer { (arguments + environmentStrings).forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, binary, &actions, nil, arguments + [nil], environmentStrings + [nil])
-        guard spawned == 0 else { throw TestDatabaseError("cannot start \(binary): error \(spawned)") }
+        let pid = try spawnProcess([binary], environment: variables, logPath: logPath)
         let process = ServerProcess(pid: pid, port: port, logPath: logPath)
         let healthy = eventually(timeout: .seconds(60)) {
             guard process.exitStatusIfExited() == nil else { return true }

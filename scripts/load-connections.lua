@@ -4,9 +4,12 @@
 -- LOCIFY_TOKENS (comma-separated); LOCIFY_DELAY_MS is the mean pause between two requests of
 -- a connection (uniform in [0, 2 * mean]). wrk delays a connection's first request too, and the
 -- server closes a new connection that stays silent for its 10 s header timeout, so the first
--- request of each connection (the first LOCIFY_CONNECTIONS_PER_THREAD delays of a thread) comes
--- within LOCIFY_FIRST_REQUEST_WINDOW_MS (default 3 s: wrk itself falls seconds behind while it
--- opens 10,000 connections, and a first request it sends after 10 s meets a closed connection).
+-- request of each connection comes within LOCIFY_FIRST_REQUEST_WINDOW_MS (default 3 s: wrk itself
+-- falls seconds behind while it opens 10,000 connections, and a first request it sends after 10 s
+-- meets a closed connection). delay() cannot tell a connection's first request from a later one,
+-- so every delay is short for the first LOCIFY_CONNECTIONS_PER_THREAD delays of a thread and for
+-- its first 8 seconds (counting alone let quick connections' second requests use up the short
+-- delays while later connections were still opening: hundreds of them then waited past 10 s).
 
 local tokens = {}
 for t in string.gmatch(os.getenv("LOCIFY_TOKENS") or "", "[^,]+") do table.insert(tokens, t) end
@@ -25,14 +28,15 @@ function setup(thread)
 end
 
 function init(args)
-    math.randomseed(os.time() + seed)
+    started = os.time()
+    math.randomseed(started + seed)
     statuses = {}
     delays = 0
 end
 
 function delay()
     delays = delays + 1
-    if delays <= first_requests then return math.random(0, first_window) end
+    if delays <= first_requests or os.time() - started < 8 then return math.random(0, first_window) end
     return math.random(0, 2 * mean_delay)
 end
 

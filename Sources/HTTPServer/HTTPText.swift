@@ -1,6 +1,6 @@
 /// Byte classes and small text helpers of the HTTP grammar (RFC 9110 5.6), shared by the parser,
 /// the headers and the serializer. Work on bytes: no per-byte String work.
-enum HTTPText {
+public enum HTTPText {
     static let cr: UInt8 = 0x0D
     static let lf: UInt8 = 0x0A
     static let space: UInt8 = 0x20
@@ -49,9 +49,10 @@ enum HTTPText {
         }
     }
 
-    /// ASCII lower-case of a byte (other bytes unchanged).
-    @inline(__always)
-    static func lowercased(_ byte: UInt8) -> UInt8 {
+    /// ASCII lower-case of a byte (other bytes unchanged); also for responders comparing
+    /// case-insensitive header values (schemes, media types) on bytes.
+    @inlinable
+    public static func lowercased(_ byte: UInt8) -> UInt8 {
         (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) ? byte | 0x20 : byte
     }
 

@@ -40,7 +40,7 @@ struct Authenticator: Sendable {
             var end = bytes.count
             while end > 0, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") { end -= 1 }
             guard end > 7, bytes[6] == UInt8(ascii: " ") else { return nil }
-            for (index, expected) in "bearer".utf8.enumerated() where asciiLowercased(bytes[index]) != expected {
+            for (index, expected) in "bearer".utf8.enumerated() where HTTPText.lowercased(bytes[index]) != expected {
                 return nil
             }
             for index in 7..<end where bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: "\t") {
@@ -49,9 +49,4 @@ struct Authenticator: Sendable {
             return String(decoding: UnsafeBufferPointer(rebasing: bytes[7..<end]), as: UTF8.self)
         }
     }
-}
-
-/// The byte with ASCII `A`-`Z` mapped to `a`-`z` (for case-insensitive tokens of HTTP headers).
-func asciiLowercased(_ byte: UInt8) -> UInt8 {
-    byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
 }

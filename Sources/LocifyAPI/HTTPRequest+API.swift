@@ -31,7 +31,7 @@ extension HTTPRequest {
         var mediaType = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }
         while let first = mediaType.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { mediaType.removeFirst() }
         while let last = mediaType.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { mediaType.removeLast() }
-        return mediaType.count == 16 && zip(mediaType, "application/json".utf8).allSatisfy { asciiLowercased($0) == $1 }
+        return mediaType.count == 16 && zip(mediaType, "application/json".utf8).allSatisfy { HTTPText.lowercased($0) == $1 }
     }
 
     /// The query string's parameters, validated one by one.

@@ -49,6 +49,19 @@ struct HealthCheckCommandTests {
         #expect(run.standardError == "locify-server healthcheck: not ready: /health/ready answered HTTP/1.1 503 Service Unavailable\n")
     }
 
+    @Test("probes HOST when it names one IPv4 address, 127.0.0.1 otherwise")
+    func probesConfiguredHost() throws {
+        let responder = HTTPClosureResponder { _, _ in HTTPResponse(status: .ok) }
+        let server = try HTTPTestServer(responder: responder) { $0.host = "127.0.0.2" }
+        defer { server.stop() }
+
+        let configured = try runHealthCheck(["PORT": "\(server.port)", "HOST": "127.0.0.2"])
+        #expect(configured.status == 0, "\(configured)")
+        let loopback = try runHealthCheck(["PORT": "\(server.port)", "HOST": "localhost"])
+        #expect(loopback.status == 1)
+        #expect(loopback.standardError.hasPrefix("locify-server healthcheck: cannot connect to 127.0.0.1:\(server.port)"), "\(loopback)")
+    }
+
     @Test("exits 1 when nothing listens on PORT")
     func nothingListening() throws {
         let port = try Self.closedPort()

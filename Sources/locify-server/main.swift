@@ -6,16 +6,21 @@ import Postgres
 
 // locify-server [serve]   run pending migrations, then serve until SIGTERM/SIGINT
 // locify-server migrate   run pending migrations and exit
+// locify-server healthcheck   exit 0 when the server on this host's $PORT answers /health/ready with 200, else 1
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let command = arguments.first ?? "serve"
-guard arguments.count <= 1, ["serve", "migrate", "--help", "-h"].contains(command) else {
-    FileHandle.standardError.write(Data("usage: locify-server [serve|migrate]\n".utf8))
+guard arguments.count <= 1, ["serve", "migrate", "healthcheck", "--help", "-h"].contains(command) else {
+    FileHandle.standardError.write(Data("usage: locify-server [serve|migrate|healthcheck]\n".utf8))
     exit(2)
 }
 if command == "--help" || command == "-h" {
-    print("usage: locify-server [serve|migrate]  (configuration from the environment; see README.md)")
+    print("usage: locify-server [serve|migrate|healthcheck]  (configuration from the environment; see README.md)")
     exit(0)
+}
+// Before the configuration is read: the probe needs only PORT (and HOST), not the database URL.
+if command == "healthcheck" {
+    exit(runHealthCheck())
 }
 
 let configuration: Configuration

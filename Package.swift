@@ -90,6 +90,9 @@ let package = Package(
         .testTarget(name: "FirebaseAdminTests", dependencies: ["FirebaseAdmin", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "LocifyTests", dependencies: ["Locify", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "LocifyAPITests", dependencies: ["LocifyAPI", "TestSupport"], swiftSettings: strictSettings),
+        // bench/json/run: the JSON target against Foundation's JSON, built in release mode into `.build-bench`.
+        .executableTarget(
+            name: "JSONBenchmark", dependencies: ["JSON"], path: "bench/json", exclude: ["run"], swiftSettings: strictSettings),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -61,10 +61,10 @@ class Cluster:
     """A private PostgreSQL cluster (scripts/pg-cluster.sh) in a temporary folder, with
     synchronous_commit on: an acknowledged commit must survive an immediate shutdown."""
 
-    def __init__(self):
-        self.directory = tempfile.mkdtemp(prefix="locify-chaos-pg.")
+    def __init__(self, directory=None, port=None):
+        self.directory = directory or tempfile.mkdtemp(prefix="locify-chaos-pg.")
         self.bindir = subprocess.check_output([str(ROOT / "scripts/pg-cluster.sh"), "bindir"], text=True).strip()
-        self.port = None
+        self.port = port
 
     def start(self):
         url = subprocess.check_output([str(ROOT / "scripts/pg-cluster.sh"), "start", self.directory], text=True).strip()

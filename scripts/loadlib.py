@@ -221,8 +221,9 @@ class WriteLoad:
     """Writers, one per user, each on its own keep-alive connection (reopened when closed or
     broken): category creates and, every fourth request, a push of three category creates (or a
     push of `big_push` changes when set, to keep requests in flight longer). Every request is
-    recorded: request id, send and end time, status, error code, Retry-After, acknowledged ids,
-    transport error and whether it was fully sent."""
+    recorded: request id, send and end time, status, error code, Retry-After, who answered (the
+    server, or a proxy in front of it), acknowledged ids, transport error and whether it was fully
+    sent."""
 
     def __init__(self, port, writers=8, prefix="load", big_push=0, timeout=30):
         self.port = port
@@ -291,6 +292,8 @@ class WriteLoad:
                 raw = response.read()
                 outcome["status"] = response.status
                 outcome["retry_after"] = response.getheader("Retry-After")
+                # Every answer of the server carries X-Request-Id; a load balancer's own does not.
+                outcome["origin"] = "server" if response.getheader("X-Request-Id") else "proxy"
                 parsed = json.loads(raw) if raw else {}
                 if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
                     outcome["code"] = parsed["error"].get("code")

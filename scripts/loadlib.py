@@ -292,8 +292,10 @@ class WriteLoad:
                 raw = response.read()
                 outcome["status"] = response.status
                 outcome["retry_after"] = response.getheader("Retry-After")
-                # Every answer of the server carries X-Request-Id; a load balancer's own does not.
-                outcome["origin"] = "server" if response.getheader("X-Request-Id") else "proxy"
+                # The server echoes X-Request-Id; a load balancer's own answer has none, or (as
+                # scripts/cluster's HAProxy) one of its own starting with "lb-".
+                echoed = response.getheader("X-Request-Id") or ""
+                outcome["origin"] = "proxy" if not echoed or echoed.startswith("lb-") else "server"
                 parsed = json.loads(raw) if raw else {}
                 if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
                     outcome["code"] = parsed["error"].get("code")

@@ -61,10 +61,10 @@ class Cluster:
     """A private PostgreSQL cluster (scripts/pg-cluster.sh) in a temporary folder, with
     synchronous_commit on: an acknowledged commit must survive an immediate shutdown."""
 
-    def __init__(self):
-        self.directory = tempfile.mkdtemp(prefix="locify-chaos-pg.")
+    def __init__(self, directory=None, port=None):
+        self.directory = directory or tempfile.mkdtemp(prefix="locify-chaos-pg.")
         self.bindir = subprocess.check_output([str(ROOT / "scripts/pg-cluster.sh"), "bindir"], text=True).strip()
-        self.port = None
+        self.port = port
 
     def start(self):
         url = subprocess.check_output([str(ROOT / "scripts/pg-cluster.sh"), "start", self.directory], text=True).strip()
@@ -221,8 +221,9 @@ class WriteLoad:
     """Writers, one per user, each on its own keep-alive connection (reopened when closed or
     broken): category creates and, every fourth request, a push of three category creates (or a
     push of `big_push` changes when set, to keep requests in flight longer). Every request is
-    recorded: request id, send and end time, status, error code, Retry-After, acknowledged ids,
-    transport error and whether it was fully sent."""
+    recorded: request id, send and end time, status, error code, Retry-After, who answered (the
+    server, or a proxy in front of it), acknowledged ids, transport error and whether it was fully
+    sent."""
 
     def __init__(self, port, writers=8, prefix="load", big_push=0, timeout=30):
         self.port = port
@@ -291,6 +292,10 @@ class WriteLoad:
                 raw = response.read()
                 outcome["status"] = response.status
                 outcome["retry_after"] = response.getheader("Retry-After")
+                # The server echoes X-Request-Id; a load balancer's own answer has none, or (as
+                # scripts/cluster's HAProxy) one of its own starting with "lb-".
+                echoed = response.getheader("X-Request-Id") or ""
+                outcome["origin"] = "proxy" if not echoed or echoed.startswith("lb-") else "server"
                 parsed = json.loads(raw) if raw else {}
                 if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
                     outcome["code"] = parsed["error"].get("code")

@@ -32,12 +32,14 @@ public final class Application: Sendable {
     let purger: TombstonePurger
     let keyCache: PublicKeyCache?
     let shutdownGrace: Duration
+    let shutdownDelay: Duration
+    let readiness: Readiness
     let logger: Logger
 
     init(
         server: HTTPServer, pool: ConnectionPool, workerPool: ConnectionPool, cleanupWorker: CleanupWorker,
         routes: [(method: HTTPMethod, pattern: String)], purger: TombstonePurger, keyCache: PublicKeyCache?,
-        shutdownGrace: Duration, logger: Logger
+        shutdownGrace: Duration, shutdownDelay: Duration, readiness: Readiness, logger: Logger
     ) {
         self.server = server
         self.pool = pool
@@ -47,6 +49,8 @@ public final class Application: Sendable {
         self.purger = purger
         self.keyCache = keyCache
         self.shutdownGrace = shutdownGrace
+        self.shutdownDelay = shutdownDelay
+        self.readiness = readiness
         self.logger = logger
     }
 
@@ -71,9 +75,15 @@ public final class Application: Sendable {
         logger.info("locify-server listening", metadata: ["port": "\(port)"])
     }
 
-    /// Stops accepting, lets in-flight requests finish within the grace period, stops the
+    /// Reports not ready (`/health/ready` 503) and keeps serving for the shutdown delay, then
+    /// stops accepting, lets in-flight requests finish within the grace period, stops the
     /// background work and closes the database pools.
     public func shutdown() {
+        let alreadyDraining = readiness.beginDraining()
+        if !alreadyDraining && shutdownDelay > .zero {
+            logger.info("not ready; serving until the shutdown delay is over", metadata: ["delay_s": "\(shutdownDelay.seconds)"])
+            Thread.sleep(forTimeInterval: shutdownDelay.seconds)
+        }
         logger.info("shutting down", metadata: ["grace_s": "\(shutdownGrace.seconds)"])
         server.shutdown(gracePeriod: shutdownGrace)
         cleanupWorker.stop()
@@ -151,8 +161,9 @@ public func buildApplication(
         cleanupQueued: wakeWorker
     ).register(in: &router)
     UserRoutes(services: services, cleanupQueued: wakeWorker).register(in: &router)
+    let readiness = Readiness()
     OperationsRoutes(
-        pool: pool,
+        pool: pool, readiness: readiness,
         metrics: {
             let poolStatistics = pool.statistics
             let jobs = cleanupWorker.statistics
@@ -174,7 +185,8 @@ public func buildApplication(
     serverBox.server = server
     return Application(
         server: server, pool: pool, workerPool: workerPool, cleanupWorker: cleanupWorker, routes: router.routes, purger: purger,
-        keyCache: keyCache, shutdownGrace: .seconds(configuration.shutdownGraceSeconds), logger: logger)
+        keyCache: keyCache, shutdownGrace: .seconds(configuration.shutdownGraceSeconds),
+        shutdownDelay: .seconds(configuration.shutdownDelaySeconds), readiness: readiness, logger: logger)
 }
 
 /// Applies pending migrations, waiting up to about 30 s for the database to come up.

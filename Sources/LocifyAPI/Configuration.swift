@@ -38,6 +38,10 @@ public struct Configuration: Sendable {
     public var migrationsDirectory: String = "migrations"
     /// Seconds in-flight requests may take to finish after SIGTERM. Default 10.
     public var shutdownGraceSeconds: Int = 10
+    /// Seconds the server keeps serving after SIGTERM, with `/health/ready` answering 503, before
+    /// it stops accepting: time for a load balancer's health check to stop sending it requests.
+    /// Default 0 (stop accepting at once).
+    public var shutdownDelaySeconds: Int = 0
     /// Open client connections; more wait in the accept backlog. Default 10,000.
     public var maxConnections: Int = 10_000
     /// Allowance on `exp`/`iat`/`auth_time`, seconds (0-300). Default 60.
@@ -91,6 +95,7 @@ extension Configuration {
             try env.int("LOCIFY_TOMBSTONE_PURGE_INTERVAL_SECONDS", in: 1...Int(Int32.max)) ?? tombstonePurgeIntervalSeconds
         migrationsDirectory = env.string("LOCIFY_MIGRATIONS_DIR") ?? migrationsDirectory
         shutdownGraceSeconds = try env.int("LOCIFY_SHUTDOWN_GRACE_SECONDS", in: 0...3600) ?? shutdownGraceSeconds
+        shutdownDelaySeconds = try env.int("LOCIFY_SHUTDOWN_DELAY_SECONDS", in: 0...300) ?? shutdownDelaySeconds
         maxConnections = try env.int("LOCIFY_MAX_CONNECTIONS", in: 1...1_000_000) ?? maxConnections
         tokenClockSkewSeconds = try env.int("LOCIFY_TOKEN_CLOCK_SKEW_SECONDS", in: 0...300) ?? tokenClockSkewSeconds
         maxPushChanges = try env.int("LOCIFY_MAX_PUSH_CHANGES", in: 1...10_000) ?? maxPushChanges

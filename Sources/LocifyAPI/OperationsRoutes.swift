@@ -6,6 +6,8 @@ import Postgres
 /// never rate limited.
 struct OperationsRoutes: Sendable {
     let pool: ConnectionPool
+    /// Says when the server is draining: readiness is then 503 whatever the database says.
+    let readiness: Readiness
     let metrics: @Sendable () -> String
     /// The served contract, read at start; nil when the file was not found.
     let openAPIDocument: [UInt8]?
@@ -18,7 +20,11 @@ struct OperationsRoutes: Sendable {
     func register(in router: inout Router<Route>) {
         router.add(.GET, "/health", Route(handler: .open { _ in Self.ok }))
         let pool = self.pool
+        let readiness = self.readiness
         router.add(.GET, "/health/ready", Route(handler: .open { _ in
+            if readiness.isDraining {
+                throw APIError.unavailable("server is shutting down")
+            }
             do {
                 _ = try pool.withConnection { connection in try connection.query("SELECT 1") }
             } catch {

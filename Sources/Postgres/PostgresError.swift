@@ -60,7 +60,8 @@ public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible,
 
     /// True when the database is unreachable rather than the request being wrong, so the caller
     /// answers 503: connection failed or lost, pool timeout or closed, or SQLSTATE class 08
-    /// (connection exception), 57P01-57P03 (shutdown, cannot connect now) or 53 (insufficient resources).
+    /// (connection exception), 57P01-57P03 (shutdown, cannot connect now), 53 (insufficient
+    /// resources) or 25006 (a write reached a read-only standby: a failover is under way).
     public var isUnavailable: Bool {
         switch kind {
         case .connectionFailed, .connectionLost, .poolTimeout, .poolClosed:
@@ -68,7 +69,7 @@ public struct PostgresError: Error, Sendable, Hashable, CustomStringConvertible,
         case .server, .decoding, .invalidConfiguration, .migration:
             guard let sqlState else { return false }
             return sqlState.hasPrefix("08") || sqlState.hasPrefix("53")
-                || sqlState == "57P01" || sqlState == "57P02" || sqlState == "57P03"
+                || sqlState == "57P01" || sqlState == "57P02" || sqlState == "57P03" || sqlState == "25006"
         }
     }
 

@@ -135,6 +135,28 @@ struct FaultProcessTests {
                 + "\(outcomes.transportFailures.count) transport failures (none after acceptance), "
                 + "\(outcomes.acknowledgedIDs.count) acknowledged writes, \(lost.count) lost")
     }
+
+    @Test("SIGTERM with LOCIFY_SHUTDOWN_DELAY_SECONDS: readiness is 503 S003 at once, new connections are served until the delay is over, then exit 0")
+    func sigtermWithShutdownDelay() throws {
+        let database = try TestDatabase.create(migrationsDirectory: ProjectPaths.migrations, poolSize: 2)
+        defer { try? database.drop() }
+        let server = try ServerProcess.start(
+            databaseURL: database.connectionString, environment: ["LOCIFY_SHUTDOWN_DELAY_SECONDS": "4"])
+        defer { server.killHard() }
+        let token = try ServerProcess.token(for: "term-delay")
+        #expect(try server.request("GET", "/health/ready").status == 200)
+        server.send(SIGTERM)
+        let notReady = try eventually(timeout: .seconds(2)) { try server.request("GET", "/health/ready").status == 503 }
+        #expect(notReady)
+        let ready = try server.request("GET", "/health/ready")
+        #expect(ready.errorCode == "S003")
+        #expect(ready.headers["Retry-After"] != nil)
+        let created = try server.request(
+            "POST", "/v1/categories", token: token, json: ["id": "0b7c9d2e-3f4a-4b5c-8d6e-7f8091a2b3c4", "name": "While draining"])
+        #expect(created.status == 201)
+        let status = server.waitForExit(timeout: .seconds(60))
+        #expect(status.flatMap(ServerProcess.exitCode) == 0, "exit status \(String(describing: status))")
+    }
 }
 
 /// The push batch of the kill test: a setup batch (three categories with locations, locations to

@@ -39,6 +39,28 @@ struct OperationsEndpointsTests {
         #expect(try server.request("GET", "/health").status == 200)
     }
 
+    @Test("Once shutdown begins, /health/ready is 503 S003 with Retry-After for the shutdown delay, while new connections are still served")
+    func notReadyWhileDraining() throws {
+        let server = try TestServer.start(configure: { $0.shutdownDelaySeconds = 5 })
+        defer { server.stop() }
+        let token = try server.token(for: "ops-draining")
+        #expect(try server.request("GET", "/health/ready").status == 200)
+        let application = server.application
+        let shutdown = BackgroundThread { application.shutdown() }
+        let notReady = try eventually(timeout: .seconds(2)) { try server.request("GET", "/health/ready").status == 503 }
+        #expect(notReady)
+        let response = try server.request("GET", "/health/ready")
+        #expect(response.status == 503)
+        #expect(response.errorCode == "S003")
+        #expect(response.headers["Retry-After"].flatMap { Int($0) }.map { $0 >= 1 } == true)
+        // A load balancer still sending requests before its health check notices gets them served.
+        let served = try server.request("GET", "/v1/categories", token: token)
+        #expect(served.status == 200)
+        #expect(served.data.count == 4)
+        #expect(try server.request("GET", "/health").status == 200)
+        try shutdown.join(timeout: .seconds(30))
+    }
+
     @Test("GET /openapi.yaml serves the repository's openapi.yaml as application/yaml")
     func openAPIDocument() throws {
         let server = try TestServer.start()

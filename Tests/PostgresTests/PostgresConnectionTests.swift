@@ -190,13 +190,15 @@ struct PostgresConnectionTests {
         }
     }
 
-    @Test("isUnavailable covers connection errors and SQLSTATE classes 08, 53 and 57P01-57P03")
+    @Test("isUnavailable covers connection errors, SQLSTATE classes 08, 53, 57P01-57P03 and 25006 (a read-only standby)")
     func unavailableClassification() {
         func server(_ state: String) -> PostgresError { PostgresError(kind: .server, sqlState: state, message: "") }
         #expect(server("08006").isUnavailable)
         #expect(server("53300").isUnavailable)
         #expect(server("57P01").isUnavailable)
         #expect(server("57P03").isUnavailable)
+        #expect(server("25006").isUnavailable)
+        #expect(!server("25001").isUnavailable)
         #expect(!server("57014").isUnavailable)
         #expect(!server("23505").isUnavailable)
         #expect(PostgresError(kind: .poolTimeout, message: "").isUnavailable)

@@ -46,7 +46,7 @@ struct LocifyResponder: HTTPResponder {
                 }
                 throw APIError.routeNotFound
             case .methodNotAllowed(let allowed):
-                if let limited = chargeAddress(connection) {
+                if !OperationsRoutes.paths.contains(request.path), let limited = chargeAddress(connection) {
                     addressLimited = true
                     throw limited
                 }

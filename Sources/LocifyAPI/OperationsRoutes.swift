@@ -18,6 +18,10 @@ struct OperationsRoutes: Sendable {
     /// a debug build), so both run on workers.
     static let inlinePaths: Set<String> = ["/health", "/openapi.yaml"]
 
+    /// Every operational path: no rate limit ever applies to them (API.md section 11), not even
+    /// the per-address one of refused requests.
+    static let paths: Set<String> = ["/health", "/health/ready", "/metrics", "/openapi.yaml"]
+
     func register(in router: inout Router<Route>) {
         let health = authEmulatorMode ? Self.okEmulator : Self.ok
         router.add(.GET, "/health", Route(handler: .open { _ in health }))

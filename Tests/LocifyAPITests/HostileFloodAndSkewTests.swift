@@ -80,6 +80,10 @@ struct HostileFloodTests {
         #expect(refused >= 20 && refused <= 40, "\(refused)")
         #expect(responses.filter { $0.status == 429 }.count == 1_000 - refused)
         #expect(try server.request("GET", "/health").status == 200, "operations endpoints are never limited")
+        let wrongMethods = try PipelinedFlood.send(port: server.port, count: 50, connections: 1, sourceHost: "127.0.0.4") { _ in
+            Self.request("DELETE", "/health", token: nil)
+        }
+        #expect(wrongMethods.allSatisfy { $0.status == 405 }, "not even a wrong method on them")
     }
 
     @Test("LOCIFY_ADDRESS_RATE_LIMIT_PER_SECOND=0 disables the limit")

@@ -14,8 +14,9 @@ struct OperationsRoutes: Sendable {
 
     /// The operational paths whose handlers are cheap and never block: the server answers them
     /// on its I/O threads, without a hop to the worker pool. `/health/ready` may query the
-    /// database, and `/metrics` renders every series and reads `/proc` (more than a millisecond in
-    /// a debug build), so both run on workers.
+    /// database, and `/metrics` reads `/proc` and renders every series (0.1 ms for 44 series in a
+    /// debug build, growing with every route and status in use; a blocked I/O thread stalls all
+    /// its connections), so both run on workers.
     static let inlinePaths: Set<String> = ["/health", "/openapi.yaml"]
 
     /// Every operational path: no rate limit ever applies to them (API.md section 11), not even

@@ -178,6 +178,7 @@ public func buildApplication(
         addressLimiter: RateLimiter(
             ratePerSecond: configuration.addressRateLimitPerSecond, burst: configuration.addressRateLimitBurst,
             maxKeys: 100_000),
+        refusedLogLines: RateLimiter(ratePerSecond: 100, burst: 100),
         floodLog: SampledLog(),
         admit: { caller in try services.users.admit(caller) }, inlinePaths: OperationsRoutes.inlinePaths, metrics: metrics,
         logger: logger)

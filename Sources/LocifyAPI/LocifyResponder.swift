@@ -15,7 +15,10 @@ struct LocifyResponder: HTTPResponder {
     let rateLimiter: RateLimiter?
     /// The per-client-address bucket of refused requests; nil when disabled.
     let addressLimiter: RateLimiter?
-    /// Summarises the requests `addressLimiter` refused, at most one log line per interval.
+    /// How many refused requests (401/404/405) per second get their own log line, whatever their
+    /// addresses (a flood from many addresses stays within each address's bucket).
+    let refusedLogLines: RateLimiter?
+    /// Summarises the refused requests not logged one by one, at most one line per interval.
     let floodLog: SampledLog
     /// The account gate (provisioning, revoked tokens), run when a request fails validation
     /// before reaching the database, so a revoked token is told 401 rather than 400.
@@ -89,10 +92,11 @@ struct LocifyResponder: HTTPResponder {
         let elapsed = ContinuousClock.now - started
         let method = Metrics.methodLabel(request.method.rawValue)
         metrics.record(method: method, route: routePattern, status: response.status.code, seconds: elapsed.seconds)
-        if addressLimited {
+        let refused = addressLimited || [401, 404, 405].contains(response.status.code)
+        if refused && (addressLimited || refusedLogLines?.admit("") != nil) {
             floodLog.note { count, seconds in
                 logger.warning(
-                    "refused requests from addresses over the limit of failed requests (401/404/405)",
+                    "refused requests (401, 404, 405, or 429 past the per-address limit) not logged one by one",
                     metadata: ["count": .stringConvertible(count), "seconds": .stringConvertible(seconds)])
             }
             return response

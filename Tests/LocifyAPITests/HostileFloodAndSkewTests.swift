@@ -65,6 +65,27 @@ struct HostileFloodTests {
         #expect(!server.logText.contains("garbage-"), "tokens never logged")
     }
 
+    @Test("a flood of garbage tokens from 50 addresses, each within its bucket, writes at most about 100 request lines per second")
+    func manyAddresses() throws {
+        let database = try TestDatabase.create(migrationsDirectory: ProjectPaths.migrations, poolSize: 1)
+        defer { try? database.drop() }
+        let server = try ServerProcess.start(databaseURL: database.connectionString)
+        defer { server.killHard() }
+        let linesBefore = server.logText.split(separator: "\n").count
+        let started = ContinuousClock.now
+        var responses: [RawHTTPResponse] = []
+        for address in 10..<60 {
+            responses += try PipelinedFlood.send(port: server.port, count: 90, connections: 1, sourceHost: "127.0.0.\(address)") { index in
+                Self.request("GET", "/v1/categories", token: "garbage-\(index)")
+            }
+        }
+        let elapsed = (ContinuousClock.now - started).seconds
+        let lines = server.logText.split(separator: "\n").count - linesBefore
+        print("garbage tokens from 50 addresses: \(responses.filter { $0.status == 401 }.count) x 401 in \(elapsed) s, \(lines) log lines")
+        #expect(responses.count == 4_500 && responses.allSatisfy { $0.status == 401 }, "every address stays within its burst")
+        #expect(lines <= 100 + Int(100 * elapsed) + 20, "log lines: \(lines)")
+    }
+
     @Test("random paths and wrong methods from one address are limited the same way")
     func notFoundFlood() throws {
         let database = try TestDatabase.create(migrationsDirectory: ProjectPaths.migrations, poolSize: 1)

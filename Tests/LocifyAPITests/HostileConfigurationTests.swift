@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import LocifyAPI
 import Postgres
 import Testing
 import TestSupport
@@ -146,5 +147,19 @@ struct HostileConfigurationTests {
         #expect(result.code == 1, "\(result.log)")
         #expect(!result.log.contains("s3cr") && !result.log.contains("pa%ss"), "\(result.log)")
         #expect(result.log.contains("postgres://locify:***@db.example.internal:5432/locify"), "\(result.log)")
+    }
+}
+
+@Suite("Hostile configuration: a printed Configuration hides the database password")
+struct ConfigurationRedactionTests {
+    @Test("description and debugDescription show DATABASE_URL with the password as ***")
+    func configurationIsRedacted() throws {
+        let configuration = try Configuration(environment: [
+            "DATABASE_URL": "postgres://locify:s3cr%t@db/locify", "FIREBASE_PROJECT_ID": "demo-x",
+        ])
+        for text in ["\(configuration)", String(reflecting: configuration)] {
+            #expect(!text.contains("s3cr"), "\(text)")
+            #expect(text.contains("postgres://locify:***@db/locify"), "\(text)")
+        }
     }
 }

@@ -130,6 +130,7 @@ class Server:
             "DATABASE_URL": database_url, "PORT": str(self.port), "HOST": "127.0.0.1",
             "FIREBASE_PROJECT_ID": PROJECT_ID, "FIREBASE_AUTH_EMULATOR_HOST": "127.0.0.1:9",
             "LOCIFY_MIGRATIONS_DIR": str(ROOT / "migrations"), "LOCIFY_RATE_LIMIT_PER_SECOND": "0",
+            "LOCIFY_ADDRESS_RATE_LIMIT_PER_SECOND": "0",
             "LOG_LEVEL": log_level,
         })
         self.env.update(env or {})

@@ -104,6 +104,8 @@ public final class Application: Sendable {
 public func buildApplication(
     configuration: Configuration, logger: Logger, dependencies: ApplicationDependencies = ApplicationDependencies()
 ) throws -> Application {
+    // Before anything else (the database is not touched): emulator mode must not reach production.
+    try configuration.validateEmulatorSafety()
     var databaseConfiguration = try PostgresConfiguration(connectionString: configuration.databaseURL)
     databaseConfiguration.applicationName = "locify-server"
     // Every statement is prepared once per connection and shaped so that its generic plan is the
@@ -162,8 +164,12 @@ public func buildApplication(
     ).register(in: &router)
     UserRoutes(services: services, cleanupQueued: wakeWorker).register(in: &router)
     let readiness = Readiness()
+    let authEmulatorMode = configuration.authEmulatorHost != nil
     OperationsRoutes(
-        pool: pool, readiness: readiness,
+        draining: readiness,
+        readiness: ReadinessCache {
+            (try? pool.withConnection { connection in try connection.query("SELECT 1") }) != nil
+        },
         metrics: {
             let poolStatistics = pool.statistics
             let jobs = cleanupWorker.statistics
@@ -171,14 +177,21 @@ public func buildApplication(
                 Metrics.Gauges(
                     openConnections: serverBox.server?.openConnections ?? 0, poolInUse: poolStatistics.inUse,
                     poolIdle: poolStatistics.idle, poolWaiting: poolStatistics.waiting, cleanupPending: jobs.pending,
-                    cleanupFailed: jobs.failed))
+                    cleanupFailed: jobs.failed, authEmulatorMode: authEmulatorMode))
         },
-        openAPIDocument: FileManager.default.contents(atPath: dependencies.openAPIPath).map { Array($0) }
+        openAPIDocument: FileManager.default.contents(atPath: dependencies.openAPIPath).map { Array($0) },
+        authEmulatorMode: authEmulatorMode
     ).register(in: &router)
 
     let responder = LocifyResponder(
-        router: router, authenticator: Authenticator(verifier: verifier, logger: logger),
+        router: router,
+        authenticator: Authenticator(verifier: verifier, revocationSkewSeconds: verifier.clockSkew, logger: logger),
         rateLimiter: RateLimiter(ratePerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
+        addressLimiter: RateLimiter(
+            ratePerSecond: configuration.addressRateLimitPerSecond, burst: configuration.addressRateLimitBurst,
+            maxKeys: 100_000),
+        refusedLogLines: RateLimiter(ratePerSecond: 100, burst: 100),
+        floodLog: SampledLog(),
         admit: { caller in try services.users.admit(caller) }, inlinePaths: OperationsRoutes.inlinePaths, metrics: metrics,
         logger: logger)
     let server = HTTPServer(configuration: http, responder: responder, logger: logger)

@@ -8,6 +8,10 @@ import Logging
 /// client (401 E005); the reason goes to the log.
 struct Authenticator: Sendable {
     let verifier: IDTokenVerifier
+    /// The configured clock skew, seconds: a token is revoked by an account deletion when its
+    /// `iat <= deletion second + skew`, since Google's clock may run ahead of the database's by
+    /// that much (a token issued just before the deletion may carry a later `iat`).
+    let revocationSkewSeconds: Int
     let logger: Logger
 
     func authenticate(_ request: HTTPRequest, requestID: String) throws(APIError) -> Caller {
@@ -19,11 +23,17 @@ struct Authenticator: Sendable {
         }
         do {
             let verified = try verifier.verify(token)
-            return Caller(userID: verified.uid, email: verified.email, name: verified.name, tokenIssuedAt: verified.issuedAt)
+            // The gate refuses `tokenIssuedAt <= deletion second`: passing `iat - skew` refuses
+            // `iat <= deletion second + skew` (the earliest issue time on the server's clock).
+            return Caller(
+                userID: verified.uid, email: verified.email, name: verified.name,
+                tokenIssuedAt: verified.issuedAt - Int64(revocationSkewSeconds))
         } catch {
             switch error {
             case .invalid(let reason):
-                logger.info("refused ID token", metadata: ["request_id": "\(requestID)", "reason": "\(reason)"])
+                // Debug, not info: a flood of forged tokens must not fill the disk (the request
+                // line of each refusal is logged, and bounded by the per-address limit).
+                logger.debug("refused ID token", metadata: ["request_id": "\(requestID)", "reason": "\(reason)"])
                 throw .unauthenticated(credentialsSent: true)
             case .keysUnavailable(let reason):
                 logger.error("cannot verify ID tokens", metadata: ["request_id": "\(requestID)", "reason": "\(reason)"])

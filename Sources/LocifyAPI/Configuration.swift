@@ -26,10 +26,18 @@ public struct Configuration: Sendable {
     public var authEmulatorHost: String?
     /// `host:port` of the Firebase Storage emulator. Default unset.
     public var storageEmulatorHost: String?
+    /// Whether Auth emulator mode may run with a project id not starting with `demo-`
+    /// (`LOCIFY_ALLOW_EMULATOR_WITH_REAL_PROJECT=1`). Default false.
+    public var allowEmulatorWithRealProject = false
     /// Per-user token bucket refill, requests per second; 0 disables rate limiting. Default 20.
     public var rateLimitPerSecond: Double = 20
     /// Per-user token bucket size. Default 100.
     public var rateLimitBurst: Double = 100
+    /// Per-client-address token bucket refill, per second, charged by requests refused for
+    /// authentication (401) or routing (404/405 of the route table); 0 disables it. Default 10.
+    public var addressRateLimitPerSecond: Double = 10
+    /// Per-client-address token bucket size; 0 disables it. Default 100.
+    public var addressRateLimitBurst: Double = 100
     /// Tombstone retention and cursor lifetime, seconds. Default 2,592,000 (30 days).
     public var tombstoneRetentionSeconds: Int = 2_592_000
     /// Seconds between tombstone purges. Default 3600.
@@ -87,8 +95,12 @@ extension Configuration {
         identityAPIURL = try env.url("LOCIFY_IDENTITY_API_URL") ?? identityAPIURL
         authEmulatorHost = try env.hostPort("FIREBASE_AUTH_EMULATOR_HOST")
         storageEmulatorHost = try env.hostPort("FIREBASE_STORAGE_EMULATOR_HOST")
+        allowEmulatorWithRealProject = try env.flag("LOCIFY_ALLOW_EMULATOR_WITH_REAL_PROJECT") ?? allowEmulatorWithRealProject
         rateLimitPerSecond = try env.double("LOCIFY_RATE_LIMIT_PER_SECOND", in: 0...1_000_000) ?? rateLimitPerSecond
         rateLimitBurst = try env.double("LOCIFY_RATE_LIMIT_BURST", in: 0...1_000_000) ?? rateLimitBurst
+        addressRateLimitPerSecond =
+            try env.double("LOCIFY_ADDRESS_RATE_LIMIT_PER_SECOND", in: 0...1_000_000) ?? addressRateLimitPerSecond
+        addressRateLimitBurst = try env.double("LOCIFY_ADDRESS_RATE_LIMIT_BURST", in: 0...1_000_000) ?? addressRateLimitBurst
         tombstoneRetentionSeconds =
             try env.int("LOCIFY_TOMBSTONE_RETENTION_SECONDS", in: 1...Int(Int32.max)) ?? tombstoneRetentionSeconds
         tombstonePurgeIntervalSeconds =
@@ -109,6 +121,28 @@ extension Configuration {
     }
 
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+
+    /// Refuses the combinations that would let unsigned emulator tokens reach production data
+    /// (Firebase's convention: emulator-only projects are named `demo-*`): Auth emulator mode
+    /// with another project id, unless explicitly allowed, and Auth emulator mode with a real
+    /// service account for Storage, whatever is allowed.
+    public func validateEmulatorSafety() throws(ConfigurationError) {
+        guard authEmulatorHost != nil else { return }
+        if !firebaseProjectID.hasPrefix("demo-") && !allowEmulatorWithRealProject {
+            throw ConfigurationError(
+                variable: "FIREBASE_AUTH_EMULATOR_HOST",
+                problem:
+                    "Auth emulator mode accepts unsigned tokens, so it needs an emulator-only project id starting with \"demo-\" (FIREBASE_PROJECT_ID is \"\(firebaseProjectID)\"); refusing to start (LOCIFY_ALLOW_EMULATOR_WITH_REAL_PROJECT=1 overrides)"
+            )
+        }
+        if googleApplicationCredentials != nil && storageEmulatorHost == nil {
+            throw ConfigurationError(
+                variable: "FIREBASE_AUTH_EMULATOR_HOST",
+                problem:
+                    "Auth emulator mode cannot be combined with real Google credentials for Storage (GOOGLE_APPLICATION_CREDENTIALS without FIREBASE_STORAGE_EMULATOR_HOST): forged tokens could delete real objects; refusing to start"
+            )
+        }
+    }
 }
 
 /// Typed access to environment variables; empty values count as unset.
@@ -140,6 +174,16 @@ private struct Environment {
             throw ConfigurationError(variable: name, problem: "must be a number from 0, got \"\(text)\"")
         }
         return value
+    }
+
+    /// `1` (true) or `0` (false).
+    func flag(_ name: String) throws(ConfigurationError) -> Bool? {
+        guard let text = string(name) else { return nil }
+        switch text {
+        case "1": return true
+        case "0": return false
+        default: throw ConfigurationError(variable: name, problem: "must be 1 or 0, got \"\(text)\"")
+        }
     }
 
     func url(_ name: String) throws(ConfigurationError) -> String? {

@@ -4,11 +4,22 @@ import Logging
 
 /// The request pipeline of the API: route (404/405 before authentication, API.md section 11),
 /// authenticate `/v1`, rate-limit per user, run the handler, map any error to its API error,
-/// then stamp `X-Request-Id`, count the metrics and write the request log line.
+/// then stamp `X-Request-Id`, count the metrics and write the request log line. Requests refused
+/// for routing (404/405) or authentication (401) also draw on a per-client-address bucket: once
+/// it is empty they are answered 429 S001 and logged only in a sampled summary, so a flood without
+/// a valid token can fill neither the log nor the CPU; requests with a valid token never draw on
+/// it (many users may share one address behind a NAT).
 struct LocifyResponder: HTTPResponder {
     let router: Router<Route>
     let authenticator: Authenticator
     let rateLimiter: RateLimiter?
+    /// The per-client-address bucket of refused requests; nil when disabled.
+    let addressLimiter: RateLimiter?
+    /// How many refused requests (401/404/405) per second get their own log line, whatever their
+    /// addresses (a flood from many addresses stays within each address's bucket).
+    let refusedLogLines: RateLimiter?
+    /// Summarises the refused requests not logged one by one, at most one line per interval.
+    let floodLog: SampledLog
     /// The account gate (provisioning, revoked tokens), run when a request fails validation
     /// before reaching the database, so a revoked token is told 401 rather than 400.
     let admit: @Sendable (Caller) throws -> Void
@@ -28,11 +39,20 @@ struct LocifyResponder: HTTPResponder {
         var routePattern = "unmatched"
         var userID: String?
         var response: HTTPResponse
+        var addressLimited = false
         do {
             switch router.match(request.method, path: request.path) {
             case .notFound:
+                if let limited = chargeAddress(connection) {
+                    addressLimited = true
+                    throw limited
+                }
                 throw APIError.routeNotFound
             case .methodNotAllowed(let allowed):
+                if !OperationsRoutes.paths.contains(request.path), let limited = chargeAddress(connection) {
+                    addressLimited = true
+                    throw limited
+                }
                 throw APIError.methodNotAllowed(allowed)
             case .found(let route, let parameters, let pattern):
                 routePattern = pattern
@@ -40,7 +60,16 @@ struct LocifyResponder: HTTPResponder {
                 case .open(let handler):
                     response = try handler(request)
                 case .authenticated(let handler):
-                    let caller = try authenticator.authenticate(request, requestID: requestID)
+                    let authentication = Result { () throws(APIError) in
+                        try authenticator.authenticate(request, requestID: requestID)
+                    }
+                    if case .failure(let refusal) = authentication, refusal.status == .unauthorized,
+                        let limited = chargeAddress(connection)
+                    {
+                        addressLimited = true
+                        throw limited
+                    }
+                    let caller = try authentication.get()
                     userID = caller.userID
                     if let retryAfter = rateLimiter?.admit(caller.userID) {
                         throw APIError.rateLimited(retryAfterSeconds: retryAfter)
@@ -61,15 +90,32 @@ struct LocifyResponder: HTTPResponder {
         response.headers.set("X-Request-Id", requestID)
         Self.harden(&response)
         let elapsed = ContinuousClock.now - started
-        metrics.record(method: request.method.rawValue, route: routePattern, status: response.status.code, seconds: elapsed.seconds)
+        let method = Metrics.methodLabel(request.method.rawValue)
+        metrics.record(method: method, route: routePattern, status: response.status.code, seconds: elapsed.seconds)
+        let refused = addressLimited || [401, 404, 405].contains(response.status.code)
+        if refused && (addressLimited || refusedLogLines?.admit("") != nil) {
+            floodLog.note { count, seconds in
+                logger.warning(
+                    "refused requests (401, 404, 405, or 429 past the per-address limit) not logged one by one",
+                    metadata: ["count": .stringConvertible(count), "seconds": .stringConvertible(seconds)])
+            }
+            return response
+        }
         logger.info(
             "request",
             metadata: [
-                "request_id": .string(requestID), "method": .string(request.method.rawValue), "route": .string(routePattern),
+                "request_id": .string(requestID), "method": .string(method), "route": .string(routePattern),
                 "status": .stringConvertible(response.status.code), "duration_ms": .stringConvertible(elapsed.milliseconds),
                 "user_id": .string(userID ?? ""),
             ])
         return response
+    }
+
+    /// Charges a refused request to its client address: nil while the address has tokens left,
+    /// then the 429 S001 to answer instead.
+    private func chargeAddress(_ connection: ConnectionInfo) -> APIError? {
+        guard let retryAfter = addressLimiter?.admit(ClientAddress.key(connection.remoteAddress)) else { return nil }
+        return APIError.rateLimited(retryAfterSeconds: retryAfter)
     }
 
     /// Errors the HTTP layer detects before a request exists: the two of the API's table as JSON,

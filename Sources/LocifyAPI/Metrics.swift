@@ -2,8 +2,19 @@ import Foundation
 import Synchronization
 
 /// The server's Prometheus metrics (API.md sections 9 and 11): requests by method, route and
-/// status, a latency histogram per route, and gauges sampled when `/metrics` is scraped.
+/// status, a latency histogram per route, and gauges sampled when `/metrics` is scraped. Every
+/// label comes from a closed set (`methodLabel`, the route table or `unmatched`, the statuses the
+/// server answers), so no client can make the series count, or the memory, grow.
 final class Metrics: Sendable {
+    /// The `method` label values: the methods of RFC 9110 and PATCH; every other token is `other`.
+    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT"]
+
+    /// The `method` label of a request method: itself when known, else `other` (the parser
+    /// accepts any well-formed token, up to the 8 KiB request line).
+    static func methodLabel(_ method: String) -> String {
+        knownMethods.contains(method) ? method : "other"
+    }
+
     /// Upper bounds of the latency histogram buckets, seconds.
     static let buckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
@@ -26,8 +37,9 @@ final class Metrics: Sendable {
 
     private let state = Mutex(State())
 
-    /// Counts one finished request.
+    /// Counts one finished request. `route` must be a route-table pattern or `unmatched`.
     func record(method: String, route: String, status: Int, seconds: Double) {
+        let method = Self.methodLabel(method)
         let bucket = Metrics.buckets.firstIndex { seconds <= $0 }
         state.withLock { state in
             state.requests[RequestKey(method: method, route: route, status: status), default: 0] += 1
@@ -47,6 +59,8 @@ final class Metrics: Sendable {
         var poolWaiting: Int
         var cleanupPending: Int64
         var cleanupFailed: Int64
+        /// Whether unsigned Auth-emulator tokens are accepted.
+        var authEmulatorMode: Bool
     }
 
     /// The exposition in Prometheus text format 0.0.4.
@@ -85,6 +99,9 @@ final class Metrics: Sendable {
         out += "# TYPE cleanup_jobs gauge\n"
         out += "cleanup_jobs{state=\"pending\"} \(gauges.cleanupPending)\n"
         out += "cleanup_jobs{state=\"failed\"} \(gauges.cleanupFailed)\n"
+        out += "# HELP auth_emulator_mode 1 when unsigned Firebase Auth emulator tokens are accepted (never in production).\n"
+        out += "# TYPE auth_emulator_mode gauge\n"
+        out += "auth_emulator_mode \(gauges.authEmulatorMode ? 1 : 0)\n"
         out += "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
         out += "# TYPE process_resident_memory_bytes gauge\n"
         out += "process_resident_memory_bytes \(Self.residentMemoryBytes())\n"

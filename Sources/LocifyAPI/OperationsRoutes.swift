@@ -5,32 +5,35 @@ import Postgres
 /// `/health`, `/health/ready`, `/metrics` and `/openapi.yaml` (API.md section 9): no token,
 /// never rate limited.
 struct OperationsRoutes: Sendable {
-    let pool: ConnectionPool
     /// Says when the server is draining: readiness is then 503 whatever the database says.
-    let readiness: Readiness
+    let draining: Readiness
+    let readiness: ReadinessCache
     let metrics: @Sendable () -> String
     /// The served contract, read at start; nil when the file was not found.
     let openAPIDocument: [UInt8]?
+    /// Whether unsigned Auth-emulator tokens are accepted: `/health` then says `"auth": "emulator"`.
+    let authEmulatorMode: Bool
 
     /// The operational paths whose handlers are cheap and never block: the server answers them
-    /// on its I/O threads, without a hop to the worker pool (`/health/ready` queries the database,
-    /// so it is not one of them).
-    static let inlinePaths: Set<String> = ["/health", "/metrics", "/openapi.yaml"]
+    /// on its I/O threads, without a hop to the worker pool. `/health/ready` may query the
+    /// database, and `/metrics` reads `/proc` and renders every series (0.1 ms for 44 series in a
+    /// debug build, growing with every route and status in use; a blocked I/O thread stalls all
+    /// its connections), so both run on workers.
+    static let inlinePaths: Set<String> = ["/health", "/openapi.yaml"]
+
+    /// Every operational path: no rate limit ever applies to them (API.md section 11), not even
+    /// the per-address one of refused requests.
+    static let paths: Set<String> = ["/health", "/health/ready", "/metrics", "/openapi.yaml"]
 
     func register(in router: inout Router<Route>) {
-        router.add(.GET, "/health", Route(handler: .open { _ in Self.ok }))
-        let pool = self.pool
+        let health = authEmulatorMode ? Self.okEmulator : Self.ok
+        router.add(.GET, "/health", Route(handler: .open { _ in health }))
+        let draining = self.draining
         let readiness = self.readiness
         router.add(.GET, "/health/ready", Route(handler: .open { _ in
-            if readiness.isDraining {
-                throw APIError.unavailable("server is shutting down")
-            }
-            do {
-                _ = try pool.withConnection { connection in try connection.query("SELECT 1") }
-            } catch {
-                throw APIError.unavailable("database unreachable")
-            }
-            return Self.ok
+            if draining.isDraining { throw APIError.unavailable("server is shutting down") }
+            guard readiness.isReady() else { throw APIError.unavailable("database unreachable") }
+            return health
         }))
         let metrics = self.metrics
         router.add(.GET, "/metrics", Route(handler: .open { _ in
@@ -46,4 +49,5 @@ struct OperationsRoutes: Sendable {
     }
 
     private static let ok = HTTPResponse.json(.ok, Array(#"{"status":"ok"}"#.utf8))
+    private static let okEmulator = HTTPResponse.json(.ok, Array(#"{"status":"ok","auth":"emulator"}"#.utf8))
 }

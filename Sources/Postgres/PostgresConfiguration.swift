@@ -36,7 +36,12 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
                 reason = String(cString: errorMessage).trimmingTrailingWhitespace()
                 PQfreemem(errorMessage)
             }
-            throw PostgresError(kind: .invalidConfiguration, message: "invalid connection string: \(reason)")
+            // libpq quotes the offending token, which may be (part of) the password: the error,
+            // and so every log line that shows it, carries only redacted text.
+            let redacted = Self.redacted(connectionString)
+            throw PostgresError(
+                kind: .invalidConfiguration,
+                message: "invalid connection string \(redacted): \(Self.redactedReason(reason, shown: redacted))")
         }
         defer { PQconninfoFree(options) }
         var parameters: [Parameter] = []
@@ -104,6 +109,94 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
         ]
         result.append(contentsOf: parameters.map { ($0.keyword, $0.value) })
         return result
+    }
+
+    /// `connectionString` with its password replaced by `***`, for logs and errors: the userinfo
+    /// password and a `password` query parameter of a `postgres://` / `postgresql://` URI (up to
+    /// the last `@` of the authority, so a stray `@` or `/` in it is hidden too), or the `password`
+    /// value of a `key=value` string (quoted or not; an unterminated quote hides the rest).
+    public static func redacted(_ connectionString: String) -> String {
+        let lowered = connectionString.lowercased()
+        guard let prefix = ["postgresql://", "postgres://"].first(where: { lowered.hasPrefix($0) }) else {
+            return redactedKeywordValue(connectionString)
+        }
+        var text = Substring(connectionString)
+        let scheme = String(text.prefix(prefix.count))
+        text = text.dropFirst(prefix.count)
+        var query: Substring = ""
+        if let mark = text.firstIndex(of: "?") {
+            query = text[mark...]
+            text = text[..<mark]
+        }
+        var result = scheme
+        if let at = text.lastIndex(of: "@") {
+            let userinfo = text[..<at]
+            if let colon = userinfo.firstIndex(of: ":") {
+                result += userinfo[..<colon] + ":***"
+            } else {
+                result += userinfo
+            }
+            result += text[at...]
+        } else {
+            result += text
+        }
+        if !query.isEmpty {
+            let pairs = query.dropFirst().split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
+                let key = pair.split(separator: "=", maxSplits: 1).first.map { $0.lowercased() } ?? ""
+                return key == "password" ? "password=***" : String(pair)
+            }
+            result += "?" + pairs.joined(separator: "&")
+        }
+        return result
+    }
+
+    /// `key=value` form: each `password` value (quoted with `'` and `\` escapes, or up to
+    /// whitespace) becomes `***`.
+    private static func redactedKeywordValue(_ text: String) -> String {
+        let characters = Array(text)
+        var result = ""
+        var index = 0
+        while index < characters.count {
+            // A keyword starts after whitespace (or at the start).
+            guard characters[index].isLetter, index == 0 || characters[index - 1].isWhitespace else {
+                result.append(characters[index])
+                index += 1
+                continue
+            }
+            var end = index
+            while end < characters.count, characters[end].isLetter || characters[end] == "_" { end += 1 }
+            let keyword = String(characters[index..<end])
+            var equals = end
+            while equals < characters.count, characters[equals].isWhitespace { equals += 1 }
+            guard keyword.lowercased() == "password", equals < characters.count, characters[equals] == "=" else {
+                result += keyword
+                index = end
+                continue
+            }
+            var value = equals + 1
+            while value < characters.count, characters[value].isWhitespace { value += 1 }
+            if value < characters.count, characters[value] == "'" {
+                value += 1
+                while value < characters.count, characters[value] != "'" {
+                    value += characters[value] == "\\" ? 2 : 1
+                }
+                value = min(value + 1, characters.count)
+            } else {
+                while value < characters.count, !characters[value].isWhitespace { value += 1 }
+            }
+            result += "password=***"
+            index = value
+        }
+        return result
+    }
+
+    /// libpq's reason with every quoted token that does not appear in the redacted string `shown`
+    /// replaced by `***` (libpq quotes the token it could not parse, e.g. a password with a `%`).
+    private static func redactedReason(_ reason: String, shown: String) -> String {
+        let parts = reason.split(separator: "\"", omittingEmptySubsequences: false)
+        return parts.enumerated().map { index, part in
+            index % 2 == 1 && index < parts.count - 1 && !shown.contains(part) ? "***" : String(part)
+        }.joined(separator: "\"")
     }
 
     /// Quotes a value for a `key=value` connection string: single quotes, `\` escapes `'` and `\`.

@@ -9,17 +9,20 @@ import TestSupport
 /// admin calls go to the emulators.
 @Suite("Authentication: Firebase Auth emulator mode")
 struct AuthEmulatorTests {
-    /// A server in emulator mode whose "emulator" is the fake Google (same host and port).
+    /// A server in emulator mode whose "emulator" is the fake Google (same host and port), for an
+    /// emulator-only `demo-` project and without Google credentials (the server refuses both
+    /// otherwise).
     static func startEmulatorServer(
         storageEmulator: Bool = false, log: CapturedLog? = nil
     ) throws -> TestServer {
         try TestServer.start(
+            projectID: TestConstants.emulatorProjectID,
             configure: { configuration in
                 let host = String(configuration.identityAPIURL.dropFirst("http://".count))
                 configuration.authEmulatorHost = host
+                configuration.googleApplicationCredentials = nil
                 if storageEmulator {
                     configuration.storageEmulatorHost = host
-                    configuration.googleApplicationCredentials = nil
                 }
             },
             google: { fake in
@@ -30,7 +33,7 @@ struct AuthEmulatorTests {
     }
 
     /// Runs `scripts/dev-token` with `arguments` for `project`; returns the token it prints.
-    static func devToken(_ arguments: [String], project: String = TestConstants.projectID) throws -> String {
+    static func devToken(_ arguments: [String], project: String = TestConstants.emulatorProjectID) throws -> String {
         let process = Process()
         process.executableURL = ProjectPaths.root.appendingPathComponent("scripts/dev-token")
         process.arguments = arguments
@@ -67,7 +70,7 @@ struct AuthEmulatorTests {
     func devTokenForAnotherProject() throws {
         let server = try Self.startEmulatorServer()
         defer { server.stop() }
-        let token = try Self.devToken(["emu-other-project"], project: "demo-locify")
+        let token = try Self.devToken(["emu-other-project"], project: "demo-locify-other")
         let response = try server.request("GET", "/v1/users/me", token: token)
         #expect(response.status == 401 && response.errorCode == "E005")
     }
@@ -139,7 +142,7 @@ struct AuthEmulatorTests {
         #expect(server.fake.issuedTokenCount == 0, "no service-account token is needed with the emulators")
         let identityCalls = server.fake.requests.filter { $0.endpoint == .accountsDelete }
         #expect(identityCalls.count == 1)
-        #expect(identityCalls.first?.path == "/identitytoolkit.googleapis.com/v1/projects/\(TestConstants.projectID)/accounts:delete")
+        #expect(identityCalls.first?.path == "/identitytoolkit.googleapis.com/v1/projects/\(TestConstants.emulatorProjectID)/accounts:delete")
         #expect(identityCalls.first?.header("Authorization") == "Bearer owner")
         let storageCalls = server.fake.requests.filter { $0.endpoint == .storageList || $0.endpoint == .storageDelete }
         #expect(!storageCalls.isEmpty)

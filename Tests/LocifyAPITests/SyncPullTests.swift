@@ -396,7 +396,8 @@ struct SyncPullTests {
 
     @Test("a cursor from before the account was deleted and created again is 410 E009")
     func cursorAcrossAccountDeletion() throws {
-        let server = try TestServer.start()
+        // A 1 s clock skew: tokens with iat <= deletion second + 1 are refused (issue 13 item 10).
+        let server = try TestServer.start(configure: { $0.tokenClockSkewSeconds = 1 })
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let category = UUID()
@@ -405,8 +406,10 @@ struct SyncPullTests {
                 + (0..<20).map { C.change("location", "create", C.location(UUID(), category: category, name: "Old \($0)", at: 1)) })
         let cursor = try client.drain(limit: 100).cursor
         #expect(try server.request("DELETE", "/v1/users/me", token: client.token).status == 204)
-        // A token issued after the deletion second re-creates the account.
-        let reborn = try server.token(for: client.uid, issuedAt: Date().timeIntervalSince1970 + 2)
+        // A token issued after the deletion second + skew re-creates the account (and is not
+        // "issued in the future" beyond the skew once 1.1 s have passed).
+        Thread.sleep(forTimeInterval: 1.1)
+        let reborn = try server.token(for: client.uid, issuedAt: Date().timeIntervalSince1970 + 1)
         let response = try server.request(
             "POST", "/v1/locations", token: reborn,
             json: .object(C.location(UUID(), category: DefaultCategories.all[0].id, name: "After", at: 5)))

@@ -172,9 +172,10 @@ struct UsersTests {
         #expect(counts["users"] == 0 && counts["categories"] == 0 && counts["locations"] == 0, "nothing re-created: \(counts)")
     }
 
-    @Test("a token issued after the deletion second gets a new, empty account with the default categories; old tokens stay refused")
+    @Test("a token issued after the deletion second + clock skew gets a new, empty account with the default categories; old tokens stay refused")
     func freshTokenStartsOver() throws {
-        let server = try TestServer.start()
+        // A 1 s skew: tokens with iat <= deletion second + 1 are refused (issue 13 item 10).
+        let server = try TestServer.start(configure: { $0.tokenClockSkewSeconds = 1 })
         defer { server.stop() }
         let uid = Self.uniqueUID("reborn")
         let oldToken = try server.token(for: uid, issuedAt: Date().timeIntervalSince1970 - 30, email: "old@example.com", name: "Old")
@@ -185,7 +186,9 @@ struct UsersTests {
             try connection.query("SELECT deleted_second FROM account_deletions WHERE user_id = \(uid)").first?.decode(0) ?? 0
         }
 
-        let freshToken = try server.token(for: uid, issuedAt: Double(deletedSecond + 1), email: "new@example.com", name: "New")
+        // iat = deletion + 2 s is not "in the future" (beyond the skew) once the clock passed deletion + 1 s.
+        while Date().timeIntervalSince1970 < Double(deletedSecond + 1) + 0.05 { Thread.sleep(forTimeInterval: 0.05) }
+        let freshToken = try server.token(for: uid, issuedAt: Double(deletedSecond + 2), email: "new@example.com", name: "New")
         let profile = try server.request("GET", "/v1/users/me", token: freshToken)
         #expect(profile.status == 200)
         #expect(profile.object["email"] == "new@example.com" && profile.object["name"] == "New")

@@ -30,6 +30,9 @@ public enum TestConstants {
     public static let bucket = "test-bucket"
     /// The Firebase project id tests configure.
     public static let projectID = "locify-test"
+    /// The project id of in-process servers in Auth emulator mode (the server refuses emulator
+    /// mode unless the id starts with `demo-`).
+    public static let emulatorProjectID = "demo-locify-test"
 
     /// A fresh caller with a unique user id, as if its token was issued now.
     public static func newCaller(email: String? = nil, name: String? = nil) -> Caller {

@@ -41,10 +41,24 @@ public final class RawHTTPClient: @unchecked Sendable {
     private var received: [UInt8] = []
     private var isClosed = false
 
-    /// Connects to `host:port` (blocking, IPv4).
-    public init(port: Int, host: String = "127.0.0.1") throws(RawHTTPClientError) {
+    /// Connects to `host:port` (blocking, IPv4), from `sourceHost` when given (any 127.x.y.z
+    /// address works on Linux, so tests can play clients at different addresses).
+    public init(port: Int, host: String = "127.0.0.1", sourceHost: String? = nil) throws(RawHTTPClientError) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .connectFailed(errno: errno) }
+        if let sourceHost {
+            var source = sockaddr_in()
+            source.sin_family = sa_family_t(AF_INET)
+            inet_pton(AF_INET, sourceHost, &source.sin_addr)
+            let bound = withUnsafePointer(to: &source) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                let code = errno
+                Glibc.close(fd)
+                throw .connectFailed(errno: code)
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)

@@ -16,8 +16,9 @@ public final class ServerProcess: Sendable {
     public let logPath: String
     private let exitStatus = Mutex<Int32?>(nil)
 
-    /// The Firebase project id the child verifies tokens for.
-    public static let projectID = "locify-test"
+    /// The Firebase project id the child verifies tokens for (an emulator-only `demo-` id: the
+    /// server refuses emulator mode with any other).
+    public static let projectID = "demo-locify-test"
 
     private init(pid: pid_t, port: Int, logPath: String) {
         self.pid = pid
@@ -46,9 +47,27 @@ public final class ServerProcess: Sendable {
     /// Starts the server on `databaseURL` with `environment` added (e.g. `LOCIFY_SHUTDOWN_GRACE_SECONDS`)
     /// on `port` (a free one when nil), and waits until `/health` answers.
     public static func start(databaseURL: String, port: Int? = nil, environment: [String: String] = [:]) throws -> ServerProcess {
+        let process = try launch(databaseURL: databaseURL, port: port, environment: environment)
+        let healthy = eventually(timeout: .seconds(60)) {
+            guard process.exitStatusIfExited() == nil else { return true }
+            return (try? process.get("/health").status) == 200
+        }
+        guard healthy, process.exitStatusIfExited() == nil else {
+            throw TestDatabaseError("locify-server did not come up: \(process.logText.suffix(2000))")
+        }
+        return process
+    }
+
+    /// Starts the server like `start` without waiting for it to come up (for configurations it
+    /// must refuse). `environment` values replace the defaults; an empty value unsets a variable.
+    public static func launch(databaseURL: String, port: Int? = nil, environment: [String: String] = [:]) throws -> ServerProcess {
         let port = try port ?? freePort()
         let logPath = TestScratch.uniquePath("locify-server.log").path
-        var variables = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LOCIFY_") && $0.key != "DATABASE_URL" }
+        // Nothing of the test runner's own Google or Firebase set-up may leak into the child.
+        var variables = ProcessInfo.processInfo.environment.filter {
+            !$0.key.hasPrefix("LOCIFY_") && !$0.key.hasPrefix("FIREBASE_") && $0.key != "DATABASE_URL"
+                && $0.key != "GOOGLE_APPLICATION_CREDENTIALS"
+        }
         variables["DATABASE_URL"] = databaseURL
         variables["PORT"] = String(port)
         variables["HOST"] = "127.0.0.1"
@@ -58,19 +77,11 @@ public final class ServerProcess: Sendable {
         variables["LOCIFY_RATE_LIMIT_PER_SECOND"] = "0"
         variables["DB_POOL_SIZE"] = "4"
         variables["LOG_LEVEL"] = "info"
-        for (key, value) in environment { variables[key] = value }
+        for (key, value) in environment { variables[key] = value.isEmpty ? nil : value }
 
         let binary = try binaryPath()
         let pid = try spawnProcess([binary], environment: variables, logPath: logPath)
-        let process = ServerProcess(pid: pid, port: port, logPath: logPath)
-        let healthy = eventually(timeout: .seconds(60)) {
-            guard process.exitStatusIfExited() == nil else { return true }
-            return (try? process.get("/health").status) == 200
-        }
-        guard healthy, process.exitStatusIfExited() == nil else {
-            throw TestDatabaseError("locify-server did not come up: \(process.logText.suffix(2000))")
-        }
-        return process
+        return ServerProcess(pid: pid, port: port, logPath: logPath)
     }
 
     /// An Auth-emulator token the child accepts for `uid`, issued now.
@@ -101,7 +112,8 @@ public final class ServerProcess: Sendable {
         status & 0x7f == 0 ? (status >> 8) & 0xff : nil
     }
 
-    private func exitStatusIfExited() -> Int32? {
+    /// The child's wait status once it has exited, nil while it runs.
+    public func exitStatusIfExited() -> Int32? {
         exitStatus.withLock { known in
             if let known { return known }
             var status: Int32 = 0

@@ -27,17 +27,19 @@ public final class TestServer: Sendable {
     /// Google credentials point at the fake); `dependencies` the test hooks (short worker timings).
     /// `google` sets up the fake before the application starts (its start-up fetch of the
     /// ID-token keys sees it); `logger` receives the application's logs (default: quiet unless
-    /// `LOCIFY_TEST_LOG` is set).
+    /// `LOCIFY_TEST_LOG` is set); `projectID` the Firebase project of the server, the fake and the
+    /// minted tokens.
     public static func start(
+        projectID: String = TestConstants.projectID,
         configure: (inout Configuration) -> Void = { _ in },
         dependencies configureDependencies: (inout ApplicationDependencies) -> Void = { _ in },
         google prepareGoogle: (FakeGoogle) -> Void = { _ in },
         logger: Logger? = nil
     ) throws -> TestServer {
-        let google = try FakeGoogleServer()
+        let google = try FakeGoogleServer(projectID: projectID)
         prepareGoogle(google.fake)
         let database = try TestDatabase.create(migrationsDirectory: ProjectPaths.migrations, poolSize: 2)
-        var configuration = Configuration(databaseURL: database.connectionString, firebaseProjectID: TestConstants.projectID)
+        var configuration = Configuration(databaseURL: database.connectionString, firebaseProjectID: projectID)
         configuration.port = 0
         configuration.databasePoolSize = 4
         configuration.storageBucket = TestConstants.bucket
@@ -47,6 +49,7 @@ public final class TestServer: Sendable {
         configuration.googleApplicationCredentials = try google.writeServiceAccountFile()
         configuration.migrationsDirectory = ProjectPaths.migrations
         configuration.rateLimitPerSecond = 0
+        configuration.addressRateLimitPerSecond = 0
         configuration.shutdownGraceSeconds = 2
         configure(&configuration)
         var dependencies = testDependencies()
@@ -63,7 +66,7 @@ public final class TestServer: Sendable {
         }
         return TestServer(
             application: application, database: database, google: google, configuration: configuration,
-            minter: TokenMinter(projectId: TestConstants.projectID))
+            minter: TokenMinter(projectId: projectID))
     }
 
     private init(

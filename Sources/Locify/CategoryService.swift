@@ -8,6 +8,7 @@ public struct CategoryService: Sendable {
     let storage: StorageScope
     let now: @Sendable () -> Timestamp
 
+    /// One page of the caller's live categories, by name.
     public func list(_ caller: Caller, _ page: PageRequest) throws -> Page<Category> {
         try pool.withConnection { connection in
             try AccountGate.read(connection, caller, CategoryStore.listQuery(userID: caller.userID, page: page)) { rows in
@@ -22,6 +23,7 @@ public struct CategoryService: Sendable {
         }
     }
 
+    /// The caller's live category `id`; `notFound` otherwise.
     public func get(_ caller: Caller, id: UUID) throws -> Category {
         let found = try pool.withConnection { connection in
             try AccountGate.read(connection, caller, CategoryStore.getQuery(userID: caller.userID, id: id)) { rows in

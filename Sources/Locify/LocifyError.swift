@@ -2,9 +2,12 @@ import Foundation
 
 /// One field-level problem: which field and what is wrong with it.
 public struct FieldIssue: Sendable, Equatable {
+    /// The field's name as the client sent it (`name`, `changes[3].data.id`, ...).
     public var field: String
+    /// What is wrong with it, for a human.
     public var message: String
 
+    /// A problem `message` with field `field`.
     public init(field: String, message: String) {
         self.field = field
         self.message = message

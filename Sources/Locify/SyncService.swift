@@ -65,6 +65,7 @@ package struct PushItem {
 
 /// The result of one pushed change, in the order the changes were sent.
 public struct PushResult: Sendable {
+    /// What became of the change.
     public enum Outcome: Sendable {
         /// Applied (or replayed): the record, or the tombstone of a delete.
         case applied(RecordState)
@@ -78,6 +79,7 @@ public struct PushResult: Sendable {
     public var type: String?
     /// The change's `data.id`, lower-case when it is a UUID.
     public var id: String?
+    /// Applied, conflict or failed.
     public var outcome: Outcome
 }
 

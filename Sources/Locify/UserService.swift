@@ -15,6 +15,7 @@ public struct UserService: Sendable {
         try pool.withConnection { connection in try AccountGate.admit(connection, caller) }
     }
 
+    /// The caller's profile, provisioning the account on its first request.
     public func profile(_ caller: Caller) throws -> UserProfile {
         try pool.withConnection { connection in
             try AccountGate.read(

@@ -4,9 +4,12 @@ import Postgres
 
 /// A fresh database with the project's migrations applied and the domain services wired to it.
 public struct LocifyTestDatabase: Sendable {
+    /// The migrated test database.
     public let database: TestDatabase
+    /// The domain services on that database.
     public let services: LocifyServices
 
+    /// The database's pool.
     public var pool: ConnectionPool { database.pool }
 
     /// Creates the database; `poolSize` connections; `settings` default to bucket `test-bucket`.

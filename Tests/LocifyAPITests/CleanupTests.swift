@@ -5,6 +5,8 @@ import LocifyAPI
 import Postgres
 import Testing
 import TestSupport
+import TestSupportDatabase
+import TestSupportServer
 
 /// Durable Google clean-up end to end (API.md sections 8 and 11, issue 6): the server, its
 /// database and a fake Google over real sockets (OAuth with real RS256 verification of the

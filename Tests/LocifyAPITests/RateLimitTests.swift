@@ -3,6 +3,7 @@ import JSON
 import Synchronization
 import Testing
 import TestSupport
+import TestSupportServer
 
 @testable import LocifyAPI
 

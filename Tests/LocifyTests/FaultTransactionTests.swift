@@ -3,6 +3,7 @@ import Locify
 import Postgres
 import Testing
 import TestSupport
+import TestSupportDatabase
 
 /// A database connection killed in the middle of a multi-row transaction (issue 9): the category
 /// delete is held on a row lock after it has started writing, its backend is terminated, and

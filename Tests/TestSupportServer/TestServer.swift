@@ -7,6 +7,8 @@ import LocifyAPI
 import Logging
 import Postgres
 import Synchronization
+import TestSupport
+import TestSupportDatabase
 
 /// The whole server, end to end, for API tests: a fresh migrated database, the application
 /// built by `buildApplication` on an ephemeral port, and a fake Google over real sockets that

@@ -2,6 +2,8 @@ import Foundation
 import Glibc
 import JSON
 import Synchronization
+import TestSupport
+import TestSupportDatabase
 
 /// `locify-server` as a child process (the binary SwiftPM builds next to the test bundle), for the
 /// faults only a real process can suffer: `kill -9` and SIGTERM. It runs in Auth emulator mode

@@ -2,6 +2,7 @@ import FirebaseAdmin
 import Foundation
 import HTTPServer
 import Synchronization
+import TestSupport
 
 /// `FakeGoogle` served over real sockets by the project's own HTTP server, so the application
 /// under test reaches "Google" through its real URLSession transport. Every Google base URL of

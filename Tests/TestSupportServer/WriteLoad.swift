@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import JSON
 import Synchronization
+import TestSupport
 
 /// A closed-loop write load for fault tests: one thread per token, each on its own keep-alive
 /// connection (reopened when the server closes it or it breaks), sending category creates and,

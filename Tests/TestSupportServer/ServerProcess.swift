@@ -48,6 +48,20 @@ public final class ServerProcess: Sendable {
     /// Starts the server on `databaseURL` with `environment` added (e.g. `LOCIFY_SHUTDOWN_GRACE_SECONDS`)
     /// on `port` (a free one when nil), and waits until `/health` answers.
     public static func start(databaseURL: String, port: Int? = nil, environment: [String: String] = [:]) throws -> ServerProcess {
+        let process = try launch(databaseURL: databaseURL, port: port, environment: environment)
+        let healthy = eventually(timeout: .seconds(60)) {
+            guard process.exitStatusIfExited() == nil else { return true }
+            return (try? process.get("/health").status) == 200
+        }
+        guard healthy, process.exitStatusIfExited() == nil else {
+            throw TestDatabaseError("locify-server did not come up: \(process.logText.suffix(2000))")
+        }
+        return process
+    }
+
+    /// Starts the server as `start` does but returns at once, without waiting for it to serve
+    /// (for tests of what happens while it starts, e.g. with its database down).
+    public static func launch(databaseURL: String, port: Int? = nil, environment: [String: String] = [:]) throws -> ServerProcess {
         let port = try port ?? freePort()
         let logPath = TestScratch.uniquePath("locify-server.log").path
         var variables = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LOCIFY_") && $0.key != "DATABASE_URL" }
@@ -64,15 +78,7 @@ public final class ServerProcess: Sendable {
 
         let binary = try binaryPath()
         let pid = try spawnProcess([binary], environment: variables, logPath: logPath)
-        let process = ServerProcess(pid: pid, port: port, logPath: logPath)
-        let healthy = eventually(timeout: .seconds(60)) {
-            guard process.exitStatusIfExited() == nil else { return true }
-            return (try? process.get("/health").status) == 200
-        }
-        guard healthy, process.exitStatusIfExited() == nil else {
-            throw TestDatabaseError("locify-server did not come up: \(process.logText.suffix(2000))")
-        }
-        return process
+        return ServerProcess(pid: pid, port: port, logPath: logPath)
     }
 
     /// An Auth-emulator token the child accepts for `uid`, issued now.
@@ -86,8 +92,9 @@ public final class ServerProcess: Sendable {
         Glibc.kill(pid, signal)
     }
 
-    /// `kill -9`, then reaps the child.
+    /// `kill -9`, then reaps the child (nothing when it already exited).
     public func killHard() {
+        guard exitStatusIfExited() == nil else { return }
         send(SIGKILL)
         _ = waitForExit(timeout: .seconds(30))
     }
@@ -130,7 +137,7 @@ public final class ServerProcess: Sendable {
     private func get(_ target: String) throws -> TestResponse { try request("GET", target) }
 
     /// A TCP port that was free a moment ago.
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw TestDatabaseError("socket failed: errno \(errno)") }
         defer { close(descriptor) }

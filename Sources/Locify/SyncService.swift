@@ -91,7 +91,7 @@ extension SyncService {
         // The account gate once up front: a batch whose changes never reach a write transaction
         // (empty, all malformed, too large) must refuse a revoked token too (API.md section 2).
         try pool.withConnection { connection in
-            try AccountGate.read(connection, caller, "SELECT tokens_valid_after FROM users WHERE id = \(caller.userID)") { _ in }
+            try AccountGate.read(connection, caller, "SELECT tokens_valid_after FROM users WHERE id = \(caller.userID)", now: categories.now) { _ in }
         }
         guard case .object(let object) = body else { throw LocifyError.invalid("body", "must be a JSON object") }
         let elements: [JSONValue]
@@ -105,7 +105,7 @@ extension SyncService {
         }
         // The account gate runs even when no change reaches the database (an empty batch, or
         // every change malformed): a revoked token is refused, a new user provisioned.
-        try pool.withConnection { connection in try AccountGate.admit(connection, caller) }
+        try pool.withConnection { connection in try AccountGate.admit(connection, caller, now: categories.now) }
         let items = elements.map(PushItem.init)
         var outcomes = [PushResult.Outcome?](repeating: nil, count: items.count)
         let order = items.indices.sorted { (items[$0].group, $0) < (items[$1].group, $1) }

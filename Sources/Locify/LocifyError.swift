@@ -43,8 +43,6 @@ public enum LocifyError: Error, Sendable, Equatable {
     case conflict(RecordState)
     /// E009: the sync cursor is older than the tombstone retention.
     case cursorExpired
-    /// S003: the database cannot be reached right now.
-    case unavailable
 
     /// A field-level E001.
     static func invalid(_ field: String, _ message: String) -> LocifyError {

@@ -162,11 +162,11 @@ extension SyncService {
 }
 
 extension LocifyError {
-    /// Errors about one change of a batch; the others (revoked token, database down) end the
-    /// whole request.
+    /// Errors about one change of a batch; the others (a revoked token) end the whole request, as
+    /// every error that is not a `LocifyError` does (a database that is down: `PostgresError`).
     var belongsToOneChange: Bool {
         switch self {
-        case .tokenRevoked, .unavailable, .cursorExpired: return false
+        case .tokenRevoked, .cursorExpired: return false
         default: return true
         }
     }

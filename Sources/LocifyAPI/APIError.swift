@@ -100,7 +100,6 @@ extension APIError {
         case .cursorExpired:
             self = APIError(
                 code: "E009", status: .gone, message: "sync cursor is older than the tombstone retention; resync from scratch")
-        case .unavailable: self = .unavailable()
         }
     }
 

@@ -54,8 +54,6 @@ struct FaultTransactionTests {
         try blocker.execute(unsafeSQL: "ROLLBACK")
 
         switch outcome.withLock({ $0 }) {
-        case .failure(let error as LocifyError)?:
-            #expect(error == .unavailable, "\(error)")
         case .failure(let error as PostgresError)?:
             #expect(error.isUnavailable, "\(error.debugDescription)")
         default:

@@ -53,21 +53,38 @@ let package = Package(
         ),
         .target(
             name: "LocifyAPI",
-            dependencies: ["HTTPServer", "Locify", "FirebaseAdmin", "JSON", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["HTTPServer", "Locify", "Postgres", "FirebaseAdmin", "JSON", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "locify-server",
-            dependencies: ["LocifyAPI", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["LocifyAPI", "Postgres", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
+        // Test helpers in three layers, so a unit test links only what it uses: `TestSupport` (threads,
+        // clocks, seeded randomness, raw HTTP clients and servers, test keys and tokens, the
+        // in-process fake Google), `TestSupportDatabase` (throwaway PostgreSQL clusters and migrated
+        // databases), `TestSupportServer` (whole Locify servers in-process or as processes, fake
+        // Google over a socket, write load).
+        .target(
+            name: "TestSupport",
+            dependencies: ["HTTPServer", "FirebaseAdmin", "JSON", "CLibCrypto", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/TestSupport",
             swiftSettings: strictSettings
         ),
         .target(
-            name: "TestSupport",
+            name: "TestSupportDatabase",
+            dependencies: ["TestSupport", "Postgres", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/TestSupportDatabase",
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "TestSupportServer",
             dependencies: [
-                "HTTPServer", "Postgres", "FirebaseAdmin", "Locify", "LocifyAPI", "JSON", "CLibCrypto",
+                "TestSupport", "TestSupportDatabase", "HTTPServer", "Postgres", "FirebaseAdmin", "Locify", "LocifyAPI", "JSON",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Tests/TestSupport",
+            path: "Tests/TestSupportServer",
             swiftSettings: strictSettings
         ),
         // Fuzz targets (libFuzzer). `scripts/fuzz` builds them with `-sanitize=fuzzer,address
@@ -84,12 +101,25 @@ let package = Package(
         .executableTarget(
             name: "FuzzRequestDecoding", dependencies: ["Locify", "JSON", "FuzzSupport"],
             path: "Fuzz/FuzzRequestDecoding", swiftSettings: strictSettings),
-        .testTarget(name: "JSONTests", dependencies: ["JSON", "TestSupport"], swiftSettings: strictSettings),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"], swiftSettings: strictSettings),
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strictSettings),
-        .testTarget(name: "FirebaseAdminTests", dependencies: ["FirebaseAdmin", "TestSupport"], swiftSettings: strictSettings),
-        .testTarget(name: "LocifyTests", dependencies: ["Locify", "TestSupport"], swiftSettings: strictSettings),
-        .testTarget(name: "LocifyAPITests", dependencies: ["LocifyAPI", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport", "TestSupportDatabase"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "FirebaseAdminTests",
+            dependencies: ["FirebaseAdmin", "JSON", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "LocifyTests", dependencies: ["Locify", "Postgres", "FirebaseAdmin", "JSON", "TestSupport", "TestSupportDatabase"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "LocifyAPITests",
+            dependencies: [
+                "LocifyAPI", "Locify", "HTTPServer", "Postgres", "FirebaseAdmin", "JSON", "TestSupport", "TestSupportDatabase",
+                "TestSupportServer", .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings),
         // bench/json/run: the JSON target against Foundation's JSON, built in release mode into `.build-bench`.
         .executableTarget(
             name: "JSONBenchmark", dependencies: ["JSON"], path: "bench/json", exclude: ["run"], swiftSettings: strictSettings),

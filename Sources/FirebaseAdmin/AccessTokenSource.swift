@@ -9,9 +9,11 @@ public struct StaticAccessToken: AccessTokenSource {
     /// The token returned on every call.
     public var token: String
 
+    /// A source that always answers `token`.
     public init(_ token: String) {
         self.token = token
     }
 
+    /// The fixed token.
     public func accessToken() throws -> String { token }
 }

@@ -5,6 +5,7 @@ public struct CertificateSet: Sendable, Equatable {
     /// The response's `Cache-Control: max-age` in seconds, nil when absent.
     public var maxAge: Double?
 
+    /// Certificates by key id, with the response's max-age in seconds (nil when absent).
     public init(certificates: [String: String], maxAge: Double?) {
         self.certificates = certificates
         self.maxAge = maxAge

@@ -5,10 +5,12 @@ public struct CryptoKeyError: Error, Sendable, Equatable, CustomStringConvertibl
     /// What failed, including OpenSSL's own reason when it gave one.
     public var message: String
 
+    /// An error saying which key operation failed and why.
     public init(_ message: String) {
         self.message = message
     }
 
+    /// The message.
     public var description: String { message }
 
     /// Builds an error from `context` plus the first queued OpenSSL reason, then clears the queue.

@@ -12,12 +12,14 @@ public struct HTTPCertificateSource: CertificateSource {
     /// Per-request timeout in seconds (default 10 s).
     public var timeout: Double
 
+    /// A source fetching from `url` through `transport`, giving up after `timeout` seconds.
     public init(url: String = HTTPCertificateSource.googleURL, transport: any HTTPTransport, timeout: Double = 10) {
         self.url = url
         self.transport = transport
         self.timeout = timeout
     }
 
+    /// Fetches the current certificates and how long they may be cached (`Cache-Control: max-age`).
     public func fetchCertificates() throws -> CertificateSet {
         let response = try transport.send(TransportRequest(method: "GET", url: url, timeout: timeout))
         guard response.status == 200 else {

@@ -15,6 +15,7 @@ public struct IdentityToolkitClient: Sendable {
     /// Per-request timeout in seconds (default 10 s).
     public var timeout: Double
 
+    /// A client of the Identity Toolkit API at `baseURL`, authenticated by `tokens`.
     public init(
         baseURL: String = IdentityToolkitClient.defaultBaseURL, transport: any HTTPTransport,
         tokens: any AccessTokenSource, timeout: Double = 10

@@ -5,6 +5,10 @@ internal import CLibCrypto
 /// Owns its OpenSSL `EVP_PKEY` and frees it in `deinit`. Immutable after creation, so one key is
 /// safely shared by many threads (each verification uses its own digest context).
 public final class RSAPublicKey: Sendable {
+    /// The smallest modulus accepted, in bits: shorter RSA keys are breakable or close to it
+    /// (NIST SP 800-131A disallows them for signatures); Google signs with 2048-bit keys.
+    public static let minimumBits: Int32 = 2048
+
     // safe because the EVP_PKEY is never mutated after init and OpenSSL allows concurrent use of a key.
     nonisolated(unsafe) private let key: OpaquePointer
 
@@ -17,11 +21,7 @@ public final class RSAPublicKey: Sendable {
         guard let key = X509_get_pubkey(certificate) else {
             throw CryptoKeyError.fromOpenSSL("certificate has no usable public key")
         }
-        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA else {
-            EVP_PKEY_free(key)
-            throw CryptoKeyError("certificate key is not RSA")
-        }
-        self.key = key
+        self.key = try Self.checked(key, what: "certificate key")
     }
 
     /// Loads a `BEGIN PUBLIC KEY` (SubjectPublicKeyInfo) PEM.
@@ -29,11 +29,7 @@ public final class RSAPublicKey: Sendable {
         let key = try Self.readPEM(publicKeyPEM, what: "public key") { bio in
             PEM_read_bio_PUBKEY(bio, nil, nil, nil)
         }
-        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA else {
-            EVP_PKEY_free(key)
-            throw CryptoKeyError("public key is not RSA")
-        }
-        self.key = key
+        self.key = try Self.checked(key, what: "public key")
     }
 
     deinit {
@@ -63,6 +59,20 @@ public final class RSAPublicKey: Sendable {
             return false
         }
         return true
+    }
+
+    /// `key` when it is RSA of at least `minimumBits`; otherwise frees it and throws.
+    private static func checked(_ key: OpaquePointer, what: String) throws(CryptoKeyError) -> OpaquePointer {
+        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA else {
+            EVP_PKEY_free(key)
+            throw CryptoKeyError("\(what) is not RSA")
+        }
+        let bits = EVP_PKEY_get_bits(key)
+        guard bits >= minimumBits else {
+            EVP_PKEY_free(key)
+            throw CryptoKeyError("\(what) is too short: RSA \(bits) bits, at least \(minimumBits) required")
+        }
+        return key
     }
 
     /// Reads one PEM object from `text` with `read`, freeing the temporary BIO.

@@ -20,6 +20,7 @@ public struct ServiceAccount: Sendable, Equatable {
     /// Google's OAuth 2.0 token endpoint.
     public static let defaultTokenURI = "https://oauth2.googleapis.com/token"
 
+    /// A service account from its key file's fields.
     public init(
         type: String = "service_account", projectId: String, privateKey: String, privateKeyId: String,
         clientEmail: String, tokenURI: String = ServiceAccount.defaultTokenURI
@@ -71,9 +72,11 @@ public struct ServiceAccountError: Error, Sendable, Equatable, CustomStringConve
     /// What is wrong with the file.
     public var message: String
 
+    /// An error saying what is wrong with the key file.
     public init(_ message: String) {
         self.message = message
     }
 
+    /// The message.
     public var description: String { message }
 }

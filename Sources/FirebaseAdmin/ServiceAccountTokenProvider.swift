@@ -97,7 +97,8 @@ public final class ServiceAccountTokenProvider: AccessTokenSource {
 
     private func exchange() throws(GoogleAPIError) -> (token: String, lifetime: Double) {
         let assertion = try makeAssertion()
-        let body = "grant_type=" + PercentEncoding.encodeComponent("urn:ietf:params:oauth:grant-type:jwt-bearer")
+        let body =
+            "grant_type=" + PercentEncoding.encodeComponent("urn:ietf:params:oauth:grant-type:jwt-bearer")
             + "&assertion=" + PercentEncoding.encodeComponent(assertion)
         let request = TransportRequest(
             method: "POST", url: account.tokenURI,

@@ -11,6 +11,7 @@ public struct TransportRequest: Sendable {
     /// Per-request timeout in seconds; nil uses the transport's default.
     public var timeout: Double?
 
+    /// A request; `timeout` in seconds, nil for the transport's default.
     public init(method: String, url: String, headers: [(String, String)] = [], body: [UInt8] = [], timeout: Double? = nil) {
         self.method = method
         self.url = url

@@ -7,6 +7,7 @@ public struct TransportResponse: Sendable {
     /// The body bytes.
     public var body: [UInt8]
 
+    /// A response with status, header fields and body.
     public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
         self.status = status
         self.headers = headers

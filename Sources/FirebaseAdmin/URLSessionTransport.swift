@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 
 #if canImport(FoundationNetworking)
-    import FoundationNetworking
+import FoundationNetworking
 #endif
 
 /// The production `HTTPTransport`: Foundation's URLSession, made blocking with a semaphore.
@@ -23,6 +23,7 @@ public struct URLSessionTransport: HTTPTransport {
         session = URLSession(configuration: configuration)
     }
 
+    /// Sends the request and blocks until its response, failure or timeout.
     public func send(_ request: TransportRequest) throws -> TransportResponse {
         guard let url = URL(string: request.url) else { throw TransportError("invalid URL") }
         let requestTimeout = request.timeout ?? timeout

@@ -13,6 +13,7 @@ public struct VerifiedIDToken: Sendable, Equatable {
     /// `auth_time`, in unix seconds, when present.
     public var authTime: Int64?
 
+    /// A token's claims (times in unix seconds).
     public init(uid: String, email: String?, name: String?, issuedAt: Int64, expiresAt: Int64, authTime: Int64?) {
         self.uid = uid
         self.email = email

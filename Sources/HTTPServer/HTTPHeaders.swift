@@ -3,6 +3,7 @@
 public struct HTTPHeaders: Sendable, RandomAccessCollection, Equatable, ExpressibleByDictionaryLiteral,
     CustomStringConvertible
 {
+    /// One field: its name as received (case kept) and its value.
     public typealias Element = (name: String, value: String)
 
     @usableFromInline var fields: [Element]
@@ -22,7 +23,9 @@ public struct HTTPHeaders: Sendable, RandomAccessCollection, Equatable, Expressi
         fields = elements.map { (name: $0.0, value: $0.1) }
     }
 
+    /// The position of the first field.
     public var startIndex: Int { fields.startIndex }
+    /// The position past the last field.
     public var endIndex: Int { fields.endIndex }
 
     /// The field at `position`, in arrival order.
@@ -86,11 +89,13 @@ public struct HTTPHeaders: Sendable, RandomAccessCollection, Equatable, Expressi
         return false
     }
 
+    /// Equal when the same fields come in the same order, names spelt alike (case included).
     public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
         lhs.fields.count == rhs.fields.count
             && zip(lhs.fields, rhs.fields).allSatisfy { $0.name == $1.name && $0.value == $1.value }
     }
 
+    /// The fields as `name: value` lines, for logs and test failures.
     public var description: String {
         fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n")
     }

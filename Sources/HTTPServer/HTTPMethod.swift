@@ -9,16 +9,26 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConv
         self.rawValue = rawValue
     }
 
+    /// The method token as sent.
     public var description: String { rawValue }
 
+    /// The `GET` method.
     public static let GET = HTTPMethod(rawValue: "GET")
+    /// The `HEAD` method.
     public static let HEAD = HTTPMethod(rawValue: "HEAD")
+    /// The `POST` method.
     public static let POST = HTTPMethod(rawValue: "POST")
+    /// The `PUT` method.
     public static let PUT = HTTPMethod(rawValue: "PUT")
+    /// The `DELETE` method.
     public static let DELETE = HTTPMethod(rawValue: "DELETE")
+    /// The `PATCH` method.
     public static let PATCH = HTTPMethod(rawValue: "PATCH")
+    /// The `OPTIONS` method.
     public static let OPTIONS = HTTPMethod(rawValue: "OPTIONS")
+    /// The `CONNECT` method.
     public static let CONNECT = HTTPMethod(rawValue: "CONNECT")
+    /// The `TRACE` method.
     public static let TRACE = HTTPMethod(rawValue: "TRACE")
 }
 

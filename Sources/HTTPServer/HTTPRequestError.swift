@@ -12,6 +12,7 @@ public struct HTTPRequestError: Error, Sendable, Equatable, CustomStringConverti
         self.reason = reason
     }
 
+    /// The status code and the reason, for logs.
     public var description: String { "\(status.code): \(reason)" }
 
     static func badRequest(_ reason: String) -> HTTPRequestError {

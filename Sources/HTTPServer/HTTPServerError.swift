@@ -12,6 +12,7 @@ public enum HTTPServerError: Error, Sendable, Equatable, CustomStringConvertible
     /// A configuration value is out of range: which one.
     case invalidConfiguration(String)
 
+    /// What failed, with the failing system call and errno where there is one.
     public var description: String {
         switch self {
         case .systemCall(let name, let code):

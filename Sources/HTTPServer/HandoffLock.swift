@@ -10,21 +10,30 @@ final class HandoffLock<Value>: @unchecked Sendable {
     private var value: Value
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
+    /// Every pthread call's result is checked, as swift-nio's lock does: a failure (EAGAIN or
+    /// ENOMEM at creation, EINVAL or EDEADLK from a misuse) leaves no safe way to go on, so it
+    /// stops the process with the call and the error number rather than running unlocked.
     init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
+        let result = pthread_mutex_init(mutex, nil)
+        precondition(result == 0, "pthread_mutex_init failed: error \(result)")
     }
 
     deinit {
-        pthread_mutex_destroy(mutex)
+        let result = pthread_mutex_destroy(mutex)
+        precondition(result == 0, "pthread_mutex_destroy failed: error \(result)")
         mutex.deallocate()
     }
 
     /// Runs `body` with exclusive access to the value.
     func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        let locked = pthread_mutex_lock(mutex)
+        precondition(locked == 0, "pthread_mutex_lock failed: error \(locked)")
+        defer {
+            let unlocked = pthread_mutex_unlock(mutex)
+            precondition(unlocked == 0, "pthread_mutex_unlock failed: error \(unlocked)")
+        }
         return try body(&value)
     }
 }

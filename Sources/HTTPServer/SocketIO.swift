@@ -17,7 +17,8 @@ enum SocketIO {
         }
         defer { freeaddrinfo(results) }
         let fd = socket(
-            first.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+            first.pointee.ai_family,
+            Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
                 | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .systemCall("socket", errno: errno) }
         var yes: Int32 = 1
@@ -99,8 +100,10 @@ enum SocketIO {
             case AF_INET:
                 var address = raw.loadUnaligned(as: sockaddr_in.self)
                 inet_ntop(AF_INET, &address.sin_addr, &text, socklen_t(text.count))
-                return (String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
-                    Int(UInt16(bigEndian: address.sin_port)))
+                return (
+                    String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
+                    Int(UInt16(bigEndian: address.sin_port))
+                )
             case AF_INET6:
                 var address = raw.loadUnaligned(as: sockaddr_in6.self)
                 inet_ntop(AF_INET6, &address.sin6_addr, &text, socklen_t(text.count))

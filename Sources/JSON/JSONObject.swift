@@ -71,8 +71,10 @@ public struct JSONObject: Sendable, Equatable, Sequence {
     /// Whether a member named `key` exists (even when its value is `null`).
     public func contains(key: String) -> Bool { position(of: key) != nil }
 
+    /// Iterates the members in document order.
     public func makeIterator() -> IndexingIterator<[Member]> { members.makeIterator() }
 
+    /// Equal when the same members come in the same order.
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
         guard lhs.count == rhs.count else { return false }
         for member in lhs.members {
@@ -98,6 +100,7 @@ public struct JSONObject: Sendable, Equatable, Sequence {
 }
 
 extension JSONObject: ExpressibleByDictionaryLiteral {
+    /// An object of the literal's members, in the literal's order.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self.init(elements)
     }

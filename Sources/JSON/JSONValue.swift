@@ -61,12 +61,19 @@ extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expre
     ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral,
     ExpressibleByDictionaryLiteral
 {
+    /// `nil` is JSON `null`.
     public init(nilLiteral: ()) { self = .null }
+    /// `true`/`false` are JSON booleans.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// An integer literal is a JSON number.
     public init(integerLiteral value: Int) { self = .number(Double(value)) }
+    /// A floating-point literal is a JSON number.
     public init(floatLiteral value: Double) { self = .number(value) }
+    /// A string literal is a JSON string.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// An array literal is a JSON array.
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    /// A dictionary literal is a JSON object, members in the literal's order.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(JSONObject(elements))
     }

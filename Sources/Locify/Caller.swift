@@ -9,6 +9,7 @@ public struct Caller: Sendable, Equatable {
     /// The token's `iat` (unix seconds): tokens issued at or before an account deletion are refused.
     public var tokenIssuedAt: Int64
 
+    /// The caller of a verified token: its uid (`sub`), profile claims and `iat` (unix seconds).
     public init(userID: String, email: String? = nil, name: String? = nil, tokenIssuedAt: Int64) {
         self.userID = userID
         self.email = email

@@ -2,15 +2,24 @@ import Foundation
 
 /// A user's category as stored: the live record or, when `deletedAt` is set, its tombstone.
 public struct Category: Sendable, Equatable {
+    /// The client-chosen id.
     public var id: UUID
+    /// The display name.
     public var name: String
+    /// The icon's Firebase Storage URL, if any.
     public var icon: String?
+    /// How many live locations the category holds.
     public var locationCount: Int64
+    /// Bumped by every applied write; a client-visible change counter.
     public var version: Int64
+    /// When the record was first created (client time, clamped).
     public var createdAt: Timestamp
+    /// The last write's time; last-write-wins compares it.
     public var updatedAt: Timestamp
+    /// When it was deleted; nil for a live record.
     public var deletedAt: Timestamp?
 
+    /// A category with every stored column.
     public init(
         id: UUID, name: String, icon: String?, locationCount: Int64, version: Int64,
         createdAt: Timestamp, updatedAt: Timestamp, deletedAt: Timestamp?

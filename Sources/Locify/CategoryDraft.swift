@@ -3,14 +3,18 @@ import JSON
 
 /// A validated category write (create, upsert or replace) as the client sent it, normalised.
 public struct CategoryDraft: Sendable, Equatable {
+    /// The client-chosen id.
     public var id: UUID
+    /// The display name, trimmed.
     public var name: String
+    /// The icon's Firebase Storage URL, if any.
     public var icon: String?
     /// Sent `created_at` (create only), not yet clamped.
     public var createdAt: Timestamp?
     /// Sent `updated_at`, not yet clamped.
     public var updatedAt: Timestamp?
 
+    /// A draft from already-validated values.
     public init(id: UUID, name: String, icon: String? = nil, createdAt: Timestamp? = nil, updatedAt: Timestamp? = nil) {
         self.id = id
         self.name = name

@@ -8,9 +8,10 @@ public struct CategoryService: Sendable {
     let storage: StorageScope
     let now: @Sendable () -> Timestamp
 
+    /// One page of the caller's live categories, by name.
     public func list(_ caller: Caller, _ page: PageRequest) throws -> Page<Category> {
         try pool.withConnection { connection in
-            try AccountGate.read(connection, caller, CategoryStore.listQuery(userID: caller.userID, page: page)) { rows in
+            try AccountGate.read(connection, caller, CategoryStore.listQuery(userID: caller.userID, page: page), now: now) { rows in
                 var records: [Category] = []
                 records.reserveCapacity(rows.count)
                 for row in rows where !row.isNull(2) {
@@ -22,9 +23,10 @@ public struct CategoryService: Sendable {
         }
     }
 
+    /// The caller's live category `id`; `notFound` otherwise.
     public func get(_ caller: Caller, id: UUID) throws -> Category {
         let found = try pool.withConnection { connection in
-            try AccountGate.read(connection, caller, CategoryStore.getQuery(userID: caller.userID, id: id)) { rows in
+            try AccountGate.read(connection, caller, CategoryStore.getQuery(userID: caller.userID, id: id), now: now) { rows in
                 try rows.first.flatMap { row throws(PostgresError) in row.isNull(1) ? nil : try Category(row: row, at: 1) }
             }
         }
@@ -45,7 +47,7 @@ public struct CategoryService: Sendable {
     private func write(_ caller: Caller, _ draft: CategoryDraft, _ intent: LastWriteWins.Intent) throws -> WriteOutcome<Category> {
         if intent == .create, let created = try createFast(caller, draft) { return .created(created) }
         return try pool.withTransaction { connection in
-            let stamp = try AccountGate.beginWrite(connection, caller)
+            let stamp = try AccountGate.beginWrite(connection, caller, now: now)
             let stored = try CategoryStore.find(connection, userID: caller.userID, id: draft.id)
             let now = self.now()
             let decision = LastWriteWins.decide(
@@ -89,7 +91,7 @@ public struct CategoryService: Sendable {
 
     private func deleteInTransaction(_ caller: Caller, id: UUID, updatedAt: Timestamp?, reassignTo: UUID?) throws -> Category {
         try pool.withTransaction { connection in
-            let stamp = try AccountGate.beginWrite(connection, caller)
+            let stamp = try AccountGate.beginWrite(connection, caller, now: now)
             let stored = try CategoryStore.find(connection, userID: caller.userID, id: id)
             let decision = LastWriteWins.decide(
                 .delete, stored: stored?.clock, requested: updatedAt, sameContent: false, now: now())

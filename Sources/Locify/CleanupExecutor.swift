@@ -12,11 +12,16 @@ public protocol CleanupExecutor: Sendable {
 
 /// The real executor: Cloud Storage JSON API and Identity Toolkit.
 public struct GoogleCleanupExecutor: CleanupExecutor {
+    /// The Cloud Storage client.
     public var storage: CloudStorageClient
+    /// The Identity Toolkit (Firebase Auth admin) client.
     public var identity: IdentityToolkitClient
+    /// The Storage bucket holding the users' files.
     public var bucket: String
+    /// The Firebase project whose Auth accounts are deleted.
     public var projectID: String
 
+    /// An executor calling Google with these clients, for this bucket and project.
     public init(storage: CloudStorageClient, identity: IdentityToolkitClient, bucket: String, projectID: String) {
         self.storage = storage
         self.identity = identity
@@ -24,14 +29,17 @@ public struct GoogleCleanupExecutor: CleanupExecutor {
         self.projectID = projectID
     }
 
+    /// Deletes every object under `prefix` in `bucket`.
     public func deleteStorageFolder(prefix: String) throws(GoogleAPIError) {
         _ = try storage.deleteFolder(bucket: bucket, prefix: prefix)
     }
 
+    /// Deletes the object `path` of `bucket`.
     public func deleteStorageObject(path: String) throws(GoogleAPIError) {
         try storage.deleteObject(bucket: bucket, name: path)
     }
 
+    /// Deletes the Auth account `uid` of `projectID`.
     public func deleteAuthAccount(uid: String) throws(GoogleAPIError) {
         try identity.deleteAccount(projectId: projectID, uid: uid)
     }

@@ -13,10 +13,12 @@ public struct CleanupJob: Sendable, Equatable {
         case authAccount = "auth_account"
     }
 
+    /// What the job deletes.
     public var kind: Kind
     /// The folder prefix, the object path, or the uid.
     public var target: String
 
+    /// A job deleting `target`, read as `kind` says.
     public init(kind: Kind, target: String) {
         self.kind = kind
         self.target = target

@@ -19,12 +19,13 @@ public enum DefaultCategories {
 
     /// Builds a UUID from its five hexadecimal groups (compile-time constants, no parsing).
     private static func uuid(_ a: UInt32, _ b: UInt16, _ c: UInt16, _ d: UInt16, _ e: UInt64) -> UUID {
-        UUID(uuid: (
-            UInt8(a >> 24), UInt8(a >> 16 & 0xFF), UInt8(a >> 8 & 0xFF), UInt8(a & 0xFF),
-            UInt8(b >> 8), UInt8(b & 0xFF), UInt8(c >> 8), UInt8(c & 0xFF),
-            UInt8(d >> 8), UInt8(d & 0xFF),
-            UInt8(e >> 40 & 0xFF), UInt8(e >> 32 & 0xFF), UInt8(e >> 24 & 0xFF),
-            UInt8(e >> 16 & 0xFF), UInt8(e >> 8 & 0xFF), UInt8(e & 0xFF)
-        ))
+        UUID(
+            uuid: (
+                UInt8(a >> 24), UInt8(a >> 16 & 0xFF), UInt8(a >> 8 & 0xFF), UInt8(a & 0xFF),
+                UInt8(b >> 8), UInt8(b & 0xFF), UInt8(c >> 8), UInt8(c & 0xFF),
+                UInt8(d >> 8), UInt8(d & 0xFF),
+                UInt8(e >> 40 & 0xFF), UInt8(e >> 32 & 0xFF), UInt8(e >> 24 & 0xFF),
+                UInt8(e >> 16 & 0xFF), UInt8(e >> 8 & 0xFF), UInt8(e & 0xFF)
+            ))
     }
 }

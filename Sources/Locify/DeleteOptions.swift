@@ -4,9 +4,12 @@ import JSON
 /// The optional parts of a delete (API.md section 5): the client's `updated_at` and, for a
 /// category, `reassign_category_id`. Read from the JSON body or the query string.
 public struct DeleteOptions: Sendable, Equatable {
+    /// The client's `updated_at` for the delete; the server's time when absent.
     public var updatedAt: Timestamp?
+    /// For a category: where its locations move instead of being deleted with it.
     public var reassignCategoryID: UUID?
 
+    /// Options of a delete; none means "now" and, for a category, delete its locations too.
     public init(updatedAt: Timestamp? = nil, reassignCategoryID: UUID? = nil) {
         self.updatedAt = updatedAt
         self.reassignCategoryID = reassignCategoryID

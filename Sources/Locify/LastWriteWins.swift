@@ -16,9 +16,12 @@ public enum LastWriteWins {
 
     /// The stored record's clock: its `updated_at`, which for a tombstone equals `deleted_at`.
     public struct Stored: Sendable, Equatable {
+        /// The stored `updated_at` (the deletion time for a tombstone).
         public var updatedAt: Timestamp
+        /// Whether the stored record is a tombstone.
         public var isDeleted: Bool
 
+        /// The clock of a stored record.
         public init(updatedAt: Timestamp, isDeleted: Bool) {
             self.updatedAt = updatedAt
             self.isDeleted = isDeleted

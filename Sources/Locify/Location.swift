@@ -2,20 +2,34 @@ import Foundation
 
 /// A user's saved place as stored: the live record or, when `deletedAt` is set, its tombstone.
 public struct Location: Sendable, Equatable {
+    /// The client-chosen id.
     public var id: UUID
+    /// The category the location belongs to.
     public var categoryID: UUID
+    /// The display name.
     public var name: String
+    /// The postal address, if any.
     public var address: String?
+    /// Free-text notes, if any.
     public var description: String?
+    /// Degrees north, -90 to 90.
     public var latitude: Double
+    /// Degrees east, -180 to 180.
     public var longitude: Double
+    /// Whether the user marked it as a favourite.
     public var isFavorite: Bool
+    /// Firebase Storage URLs of its photos, in the client's order.
     public var imageURLs: [String]
+    /// Bumped by every applied write; a client-visible change counter.
     public var version: Int64
+    /// When the record was first created (client time, clamped).
     public var createdAt: Timestamp
+    /// The last write's time; last-write-wins compares it.
     public var updatedAt: Timestamp
+    /// When it was deleted; nil for a live record.
     public var deletedAt: Timestamp?
 
+    /// A location with every stored column.
     public init(
         id: UUID, categoryID: UUID, name: String, address: String?, description: String?,
         latitude: Double, longitude: Double, isFavorite: Bool, imageURLs: [String], version: Int64,

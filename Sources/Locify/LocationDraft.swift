@@ -3,20 +3,33 @@ import JSON
 
 /// A validated location write (create, upsert or replace) as the client sent it, normalised.
 public struct LocationDraft: Sendable, Equatable {
+    /// Most photos one location may carry.
     public static let maxImageURLs = 10
 
+    /// The client-chosen id.
     public var id: UUID
+    /// The category the location goes into.
     public var categoryID: UUID
+    /// The display name, trimmed.
     public var name: String
+    /// The postal address, if any.
     public var address: String?
+    /// Free-text notes, if any.
     public var description: String?
+    /// Degrees north, -90 to 90.
     public var latitude: Double
+    /// Degrees east, -180 to 180.
     public var longitude: Double
+    /// Whether the user marked it as a favourite.
     public var isFavorite: Bool
+    /// Firebase Storage URLs of its photos, at most `maxImageURLs`.
     public var imageURLs: [String]
+    /// Sent `created_at` (create only), not yet clamped.
     public var createdAt: Timestamp?
+    /// Sent `updated_at`, not yet clamped.
     public var updatedAt: Timestamp?
 
+    /// A draft from already-validated values.
     public init(
         id: UUID, categoryID: UUID, name: String, address: String? = nil, description: String? = nil,
         latitude: Double, longitude: Double, isFavorite: Bool = false, imageURLs: [String] = [],

@@ -12,13 +12,18 @@ public struct LocationQuery: Sendable, Equatable {
         case name
     }
 
+    /// Which page of the listing.
     public var page: PageRequest
+    /// Only locations of this category, when set.
     public var categoryID: UUID?
+    /// Only favourites (true) or only the others (false), when set.
     public var isFavorite: Bool?
     /// The `q` substring filter, case-insensitive and literal; nil or empty means no filter.
     public var search: String?
+    /// The order of the listing.
     public var sort: Sort
 
+    /// A query; the defaults list every location, newest first.
     public init(
         page: PageRequest = PageRequest(), categoryID: UUID? = nil, isFavorite: Bool? = nil, search: String? = nil,
         sort: Sort = .createdAt

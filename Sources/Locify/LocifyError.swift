@@ -2,9 +2,12 @@ import Foundation
 
 /// One field-level problem: which field and what is wrong with it.
 public struct FieldIssue: Sendable, Equatable {
+    /// The field's name as the client sent it (`name`, `changes[3].data.id`, ...).
     public var field: String
+    /// What is wrong with it, for a human.
     public var message: String
 
+    /// A problem `message` with field `field`.
     public init(field: String, message: String) {
         self.field = field
         self.message = message
@@ -40,8 +43,6 @@ public enum LocifyError: Error, Sendable, Equatable {
     case conflict(RecordState)
     /// E009: the sync cursor is older than the tombstone retention.
     case cursorExpired
-    /// S003: the database cannot be reached right now.
-    case unavailable
 
     /// A field-level E001.
     static func invalid(_ field: String, _ message: String) -> LocifyError {

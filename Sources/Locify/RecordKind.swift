@@ -11,6 +11,7 @@ public enum RecordKind: UInt8, Sendable, Comparable, CaseIterable {
         }
     }
 
+    /// The kind named by a sync change's `type` (`category` or `location`); nil for any other name.
     public init?(name: String) {
         switch name {
         case "category": self = .category
@@ -19,5 +20,6 @@ public enum RecordKind: UInt8, Sendable, Comparable, CaseIterable {
         }
     }
 
+    /// Categories order before locations, the order of the change feed.
     public static func < (lhs: RecordKind, rhs: RecordKind) -> Bool { lhs.rawValue < rhs.rawValue }
 }

@@ -15,6 +15,7 @@ import Foundation
 /// Encoding: base64url of a fixed binary layout with a checksum over the layout and the owner's
 /// user id: garbage, truncation and another user's cursor are all refused (E001).
 public struct SyncCursor: Sendable, Equatable {
+    /// Which part of the feed the cursor is in.
     public enum Phase: UInt8, Sendable {
         /// Snapshot, still delivering categories (after `afterID`).
         case snapshotCategories = 1
@@ -24,6 +25,7 @@ public struct SyncCursor: Sendable, Equatable {
         case delta = 3
     }
 
+    /// Snapshot (categories or locations) or delta.
     public var phase: Phase
     /// Delta: the stamp of the last delivered change. Snapshot: the snapshot's high-water stamp.
     public var seq: Int64
@@ -35,6 +37,7 @@ public struct SyncCursor: Sendable, Equatable {
     /// Server time when this position was established; older than the retention: 410 E009.
     public var issuedAt: Timestamp
 
+    /// A cursor at the given position.
     public init(phase: Phase, seq: Int64, rank: UInt8, afterID: UUID, issuedAt: Timestamp) {
         self.phase = phase
         self.seq = seq

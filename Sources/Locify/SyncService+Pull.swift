@@ -12,7 +12,7 @@ extension SyncService {
         } catch is AccountMissing {
             // First request of a new user: provisioning writes, so it cannot run in the
             // read-only snapshot transaction.
-            try pool.withConnection { connection in try AccountGate.provision(connection, caller) }
+            try pool.withConnection { connection in try AccountGate.provision(connection, caller, now: categories.now) }
             return try readPage(caller, start: start, limit: limit)
         }
     }

@@ -65,6 +65,7 @@ package struct PushItem {
 
 /// The result of one pushed change, in the order the changes were sent.
 public struct PushResult: Sendable {
+    /// What became of the change.
     public enum Outcome: Sendable {
         /// Applied (or replayed): the record, or the tombstone of a delete.
         case applied(RecordState)
@@ -78,6 +79,7 @@ public struct PushResult: Sendable {
     public var type: String?
     /// The change's `data.id`, lower-case when it is a UUID.
     public var id: String?
+    /// Applied, conflict or failed.
     public var outcome: Outcome
 }
 
@@ -89,7 +91,7 @@ extension SyncService {
         // The account gate once up front: a batch whose changes never reach a write transaction
         // (empty, all malformed, too large) must refuse a revoked token too (API.md section 2).
         try pool.withConnection { connection in
-            try AccountGate.read(connection, caller, "SELECT tokens_valid_after FROM users WHERE id = \(caller.userID)") { _ in }
+            try AccountGate.read(connection, caller, "SELECT tokens_valid_after FROM users WHERE id = \(caller.userID)", now: categories.now) { _ in }
         }
         guard case .object(let object) = body else { throw LocifyError.invalid("body", "must be a JSON object") }
         let elements: [JSONValue]
@@ -103,7 +105,7 @@ extension SyncService {
         }
         // The account gate runs even when no change reaches the database (an empty batch, or
         // every change malformed): a revoked token is refused, a new user provisioned.
-        try pool.withConnection { connection in try AccountGate.admit(connection, caller) }
+        try pool.withConnection { connection in try AccountGate.admit(connection, caller, now: categories.now) }
         let items = elements.map(PushItem.init)
         var outcomes = [PushResult.Outcome?](repeating: nil, count: items.count)
         let order = items.indices.sorted { (items[$0].group, $0) < (items[$1].group, $1) }
@@ -160,11 +162,11 @@ extension SyncService {
 }
 
 extension LocifyError {
-    /// Errors about one change of a batch; the others (revoked token, database down) end the
-    /// whole request.
+    /// Errors about one change of a batch; the others (a revoked token) end the whole request, as
+    /// every error that is not a `LocifyError` does (a database that is down: `PostgresError`).
     var belongsToOneChange: Bool {
         switch self {
-        case .tokenRevoked, .unavailable, .cursorExpired: return false
+        case .tokenRevoked, .cursorExpired: return false
         default: return true
         }
     }

@@ -8,6 +8,7 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
     /// Milliseconds since 1970-01-01T00:00:00Z.
     public var milliseconds: Int64
 
+    /// The instant `milliseconds` after the Unix epoch.
     public init(milliseconds: Int64) {
         self.milliseconds = milliseconds
     }
@@ -27,10 +28,12 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
         Timestamp(milliseconds: milliseconds + delta)
     }
 
+    /// Earlier instants order first.
     public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool {
         lhs.milliseconds < rhs.milliseconds
     }
 
+    /// The RFC 3339 form the API writes, e.g. `2024-05-01T12:00:00.000Z`.
     public var description: String { rfc3339 }
 }
 

@@ -13,6 +13,7 @@ public final class TombstonePurger: Sendable {
     /// Rows deleted per statement.
     static let batchSize: Int64 = 5000
 
+    /// A purger of tombstones older than `retentionSeconds`, run every `interval` once started.
     public init(pool: ConnectionPool, retentionSeconds: Int64, interval: Duration, logger: Logger) {
         self.pool = pool
         self.retentionSeconds = retentionSeconds
@@ -23,7 +24,9 @@ public final class TombstonePurger: Sendable {
         }
     }
 
+    /// Starts the periodic purge on its own thread.
     public func start() { task.start() }
+    /// Stops the periodic purge and waits for a running pass to end.
     public func stop() { task.stop() }
 
     /// Purges now; returns how many tombstones went.

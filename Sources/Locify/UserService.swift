@@ -12,14 +12,16 @@ public struct UserService: Sendable {
     /// Runs the account gate alone: provisions a new account and refuses a token issued before
     /// the account's deletion (`LocifyError.tokenRevoked`).
     public func admit(_ caller: Caller) throws {
-        try pool.withConnection { connection in try AccountGate.admit(connection, caller) }
+        try pool.withConnection { connection in try AccountGate.admit(connection, caller, now: now) }
     }
 
+    /// The caller's profile, provisioning the account on its first request.
     public func profile(_ caller: Caller) throws -> UserProfile {
         try pool.withConnection { connection in
             try AccountGate.read(
                 connection, caller,
-                "SELECT u.tokens_valid_after, \(unsafeSQL: Self.profileColumns) FROM users u WHERE u.id = \(caller.userID)"
+                "SELECT u.tokens_valid_after, \(unsafeSQL: Self.profileColumns) FROM users u WHERE u.id = \(caller.userID)",
+                now: now
             ) { rows in
                 guard let row = rows.first else { throw LocifyError.tokenRevoked }
                 return try UserService.profile(row, at: 1)
@@ -32,7 +34,7 @@ public struct UserService: Sendable {
     public func update(_ caller: Caller, body: JSONValue) throws -> UserProfile {
         let name = try TextRules.name(FieldReader(body: body).requiredString("name"), field: "name")
         return try pool.withTransaction { connection in
-            _ = try AccountGate.beginWrite(connection, caller)
+            _ = try AccountGate.beginWrite(connection, caller, now: now)
             let rows = try connection.query(
                 """
                 UPDATE users u SET name = \(name), updated_at = \(now()) WHERE u.id = \(caller.userID)
@@ -48,7 +50,7 @@ public struct UserService: Sendable {
     /// user's Storage folders and then of the Firebase Auth account, all in one transaction.
     public func delete(_ caller: Caller) throws {
         try pool.withTransaction { connection in
-            _ = try AccountGate.beginWrite(connection, caller)
+            _ = try AccountGate.beginWrite(connection, caller, now: now)
             let userID = caller.userID
             var jobs: [CleanupJob] = []
             if CleanupJob.isFolderSafe(userID: userID) {

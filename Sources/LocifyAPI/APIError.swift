@@ -8,15 +8,20 @@ import Postgres
 /// conflict, the server's record (API.md section 3). This file is the one place that maps the
 /// errors of every layer to HTTP statuses and error codes.
 public struct APIError: Error, Sendable {
+    /// The API error code (`E001`-`E012`, `S001`-`S003`).
     public var code: String
+    /// The HTTP status the code maps to.
     public var status: HTTPStatus
+    /// A human-readable message; never internal details.
     public var message: String
+    /// Per-field problems, for validation errors.
     public var details: [FieldIssue]
     /// Beside `error` in a 409 body: the server's current record or tombstone.
     public var data: RecordState?
     /// Extra response headers (`Allow`, `Retry-After`, `WWW-Authenticate`).
     public var headers: HTTPHeaders
 
+    /// An error with every part given.
     public init(
         code: String, status: HTTPStatus, message: String, details: [FieldIssue] = [], data: RecordState? = nil,
         headers: HTTPHeaders = [:]
@@ -95,7 +100,6 @@ extension APIError {
         case .cursorExpired:
             self = APIError(
                 code: "E009", status: .gone, message: "sync cursor is older than the tombstone retention; resync from scratch")
-        case .unavailable: self = .unavailable()
         }
     }
 

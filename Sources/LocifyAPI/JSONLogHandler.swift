@@ -8,7 +8,9 @@ import Logging
 /// `status`, `duration_ms`, `user_id`, API.md section 11). Lines are written with one `write(2)`
 /// each, so lines from different threads never interleave and nothing is lost in a buffer.
 public struct JSONLogHandler: LogHandler {
+    /// Metadata added to every line of this handler.
     public var metadata: Logger.Metadata = [:]
+    /// Lines below this level are dropped.
     public var logLevel: Logger.Level
     private let label: String
     private let output: @Sendable ([UInt8]) -> Void
@@ -24,11 +26,13 @@ public struct JSONLogHandler: LogHandler {
         self.output = output
     }
 
+    /// One metadata value of this handler.
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
+    /// Writes the event as one JSON line.
     public func log(event: LogEvent) {
         var writer = JSONWriter(reservingCapacity: 320)
         writer.beginObject()

@@ -16,63 +16,63 @@ struct ResourceRoutes: Sendable {
         let categories = services.categories
         let locations = services.locations
         let cleanupQueued = self.cleanupQueued
-        router.add(.GET, "/v1/categories", Route(handler: .authenticated { request in
+        router.addAuthenticated(.GET, "/v1/categories") { request in
             let page = try categories.list(request.caller, request.query.pageRequest())
             return .json(capacity: 128 + 320 * page.records.count) { writer in
                 writer.page(page) { writer, category in writer.category(category, userID: request.userID) }
             }
-        }))
-        router.add(.GET, "/v1/categories/{id}", Route(handler: .authenticated { request in
+        }
+        router.addAuthenticated(.GET, "/v1/categories/{id}") { request in
             let category = try categories.get(request.caller, id: request.parameters.id())
             return .json { $0.category(category, userID: request.userID) }
-        }))
-        router.add(.POST, "/v1/categories", Route(handler: .authenticated { request in
+        }
+        router.addAuthenticated(.POST, "/v1/categories") { request in
             let outcome = try categories.create(request.caller, CategoryDraft(json: request.request.jsonBody(), userID: request.userID))
             return .json(outcome.status) { $0.category(outcome.record, userID: request.userID) }
-        }))
+        }
         let replaceCategory: @Sendable (AuthenticatedRequest, UUID?) throws -> HTTPResponse = { request, pathID in
             let draft = try CategoryDraft(json: request.request.jsonBody(), userID: request.userID, pathID: pathID)
             let outcome = try categories.replace(request.caller, draft)
             return .json(outcome.status) { $0.category(outcome.record, userID: request.userID) }
         }
-        router.add(.PUT, "/v1/categories", Route(handler: .authenticated { try replaceCategory($0, nil) }))
-        router.add(.PUT, "/v1/categories/{id}", Route(handler: .authenticated { try replaceCategory($0, $0.parameters.id()) }))
-        router.add(.DELETE, "/v1/categories/{id}", Route(handler: .authenticated { request in
+        router.addAuthenticated(.PUT, "/v1/categories") { try replaceCategory($0, nil) }
+        router.addAuthenticated(.PUT, "/v1/categories/{id}") { try replaceCategory($0, $0.parameters.id()) }
+        router.addAuthenticated(.DELETE, "/v1/categories/{id}") { request in
             let id = try request.parameters.id()
             let options = try DeleteOptions(body: request.request.optionalJSONBody(), query: request.request.queryItems)
             _ = try categories.delete(
                 request.caller, id: id, updatedAt: options.updatedAt, reassignTo: options.reassignCategoryID)
             cleanupQueued()
             return .noContent
-        }))
+        }
 
-        router.add(.GET, "/v1/locations", Route(handler: .authenticated { request in
+        router.addAuthenticated(.GET, "/v1/locations") { request in
             let page = try locations.list(request.caller, Self.locationQuery(request.query))
             return .json(capacity: 128 + 480 * page.records.count) { writer in
                 writer.page(page) { writer, location in writer.location(location, userID: request.userID) }
             }
-        }))
-        router.add(.GET, "/v1/locations/{id}", Route(handler: .authenticated { request in
+        }
+        router.addAuthenticated(.GET, "/v1/locations/{id}") { request in
             let location = try locations.get(request.caller, id: request.parameters.id())
             return .json { $0.location(location, userID: request.userID) }
-        }))
-        router.add(.POST, "/v1/locations", Route(handler: .authenticated { request in
+        }
+        router.addAuthenticated(.POST, "/v1/locations") { request in
             let outcome = try locations.create(request.caller, LocationDraft(json: request.request.jsonBody(), userID: request.userID))
             return .json(outcome.status) { $0.location(outcome.record, userID: request.userID) }
-        }))
+        }
         let replaceLocation: @Sendable (AuthenticatedRequest, UUID?) throws -> HTTPResponse = { request, pathID in
             let draft = try LocationDraft(json: request.request.jsonBody(), userID: request.userID, pathID: pathID)
             let outcome = try locations.replace(request.caller, draft)
             return .json(outcome.status) { $0.location(outcome.record, userID: request.userID) }
         }
-        router.add(.PUT, "/v1/locations", Route(handler: .authenticated { try replaceLocation($0, nil) }))
-        router.add(.PUT, "/v1/locations/{id}", Route(handler: .authenticated { try replaceLocation($0, $0.parameters.id()) }))
-        router.add(.DELETE, "/v1/locations/{id}", Route(handler: .authenticated { request in
+        router.addAuthenticated(.PUT, "/v1/locations") { try replaceLocation($0, nil) }
+        router.addAuthenticated(.PUT, "/v1/locations/{id}") { try replaceLocation($0, $0.parameters.id()) }
+        router.addAuthenticated(.DELETE, "/v1/locations/{id}") { request in
             let id = try request.parameters.id()
             let options = try DeleteOptions(body: request.request.optionalJSONBody(), query: request.request.queryItems)
             _ = try locations.delete(request.caller, id: id, updatedAt: options.updatedAt)
             return .noContent
-        }))
+        }
     }
 
     /// `page`, `size`, `category_id`, `is_favorite`, `q` and `sort` of `GET /v1/locations`.

@@ -30,3 +30,17 @@ extension WriteOutcome {
         return .ok
     }
 }
+
+extension Router where Handler == Route {
+    /// Adds an operational endpoint, answered without a token.
+    mutating func addOpen(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) {
+        add(method, pattern, Route(handler: .open(handler)))
+    }
+
+    /// Adds a `/v1` endpoint, run after authentication and rate limiting.
+    mutating func addAuthenticated(
+        _ method: HTTPMethod, _ pattern: String, _ handler: @escaping @Sendable (AuthenticatedRequest) throws -> HTTPResponse
+    ) {
+        add(method, pattern, Route(handler: .authenticated(handler)))
+    }
+}

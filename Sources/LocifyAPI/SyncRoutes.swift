@@ -17,7 +17,7 @@ struct SyncRoutes: Sendable {
     func register(in router: inout Router<Route>) {
         let sync = services.sync
         let cleanupQueued = self.cleanupQueued
-        router.add(.POST, "/v1/sync/push", Route(handler: .authenticated { request in
+        router.addAuthenticated(.POST, "/v1/sync/push") { request in
             let results = try sync.push(request.caller, body: request.request.jsonBody())
             if results.contains(where: \.isCategoryDelete) { cleanupQueued() }
             return .json(capacity: 64 + 400 * results.count) { writer in
@@ -28,8 +28,8 @@ struct SyncRoutes: Sendable {
                 writer.endArray()
                 writer.endObject()
             }
-        }))
-        router.add(.GET, "/v1/sync/changes", Route(handler: .authenticated { request in
+        }
+        router.addAuthenticated(.GET, "/v1/sync/changes") { request in
             let limit = try request.query.int("limit", in: 1...Self.maxPullLimit, default: Self.defaultPullLimit)
             let page = try sync.pull(request.caller, since: request.query.string("since"), limit: limit)
             return .json(capacity: 128 + 400 * page.changes.count) { writer in
@@ -44,14 +44,14 @@ struct SyncRoutes: Sendable {
                 writer.bool(page.hasMore)
                 writer.endObject()
             }
-        }))
+        }
         let users = services.users
         let limits = self.limits
-        router.add(.GET, "/v1/info", Route(handler: .authenticated { request in
+        router.addAuthenticated(.GET, "/v1/info") { request in
             // The account gate runs here too: the first request of a new user provisions it.
             _ = try users.profile(request.caller)
             return .json { limits.write(into: &$0) }
-        }))
+        }
     }
 }
 

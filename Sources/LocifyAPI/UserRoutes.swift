@@ -10,18 +10,18 @@ struct UserRoutes: Sendable {
     func register(in router: inout Router<Route>) {
         let users = services.users
         let cleanupQueued = self.cleanupQueued
-        router.add(.GET, "/v1/users/me", Route(handler: .authenticated { request in
+        router.addAuthenticated(.GET, "/v1/users/me") { request in
             let profile = try users.profile(request.caller)
             return .json { $0.profile(profile) }
-        }))
-        router.add(.PUT, "/v1/users/me", Route(handler: .authenticated { request in
+        }
+        router.addAuthenticated(.PUT, "/v1/users/me") { request in
             let profile = try users.update(request.caller, body: request.request.jsonBody())
             return .json { $0.profile(profile) }
-        }))
-        router.add(.DELETE, "/v1/users/me", Route(handler: .authenticated { request in
+        }
+        router.addAuthenticated(.DELETE, "/v1/users/me") { request in
             try users.delete(request.caller)
             cleanupQueued()
             return .noContent
-        }))
+        }
     }
 }

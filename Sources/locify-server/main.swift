@@ -3,6 +3,7 @@ import Foundation
 import LocifyAPI
 import Logging
 import Postgres
+import Synchronization
 
 // locify-server [serve]   run pending migrations, then serve until SIGTERM/SIGINT
 // locify-server migrate   run pending migrations and exit
@@ -50,35 +51,66 @@ if command == "migrate" {
 }
 
 // Signals are handled on a Dispatch source, not by the default action, so shutdown is graceful.
+// The handlers go in before the application is built: building waits up to ~30 s for the database
+// (migrations are retried), and a stop during that wait must end the process too.
 signal(SIGPIPE, SIG_IGN)
 signal(SIGTERM, SIG_IGN)
 signal(SIGINT, SIG_IGN)
+let lifecycle = ServerLifecycle()
+let signalSources = installSignalHandlers(lifecycle, logger: logger)
 
-let application: Application
 do {
-    application = try buildApplication(configuration: configuration, logger: logger)
-    try application.start()
+    try lifecycle.start { try buildApplication(configuration: configuration, logger: logger) }
 } catch {
     logger.critical("cannot start", metadata: ["error": "\(String(reflecting: error))"])
     exit(1)
 }
+lifecycle.waitUntilStopped()
 
-let signalSources = installSignalHandlers(application, logger: logger)
-application.waitUntilStopped()
+/// The process's application once it is serving, shared with the signal handlers: a signal while
+/// the application is still being built ends the process at once; one while it serves drains it.
+final class ServerLifecycle: Sendable {
+    private let application = Mutex<Application?>(nil)
 
-/// Drains and exits 0 on SIGTERM or SIGINT, from handlers on their own queue. A function rather
-/// than top-level code: top-level code is main-actor isolated in Swift 6, and a handler closure
-/// formed there would trap its isolation check when the signal queue runs it.
-func installSignalHandlers(_ application: Application, logger: Logger) -> [any DispatchSourceSignal] {
+    /// Builds the application (no lock held: a signal meanwhile ends the process at once), then
+    /// starts it under the lock, so a signal arriving during `start()` is handled after it
+    /// returned, never against a half-started server.
+    func start(_ build: () throws -> Application) throws {
+        let built = try build()
+        try application.withLock { running in
+            try built.start()
+            running = built
+        }
+    }
+
+    /// Blocks until the application stopped serving.
+    func waitUntilStopped() {
+        application.withLock { $0 }?.waitUntilStopped()
+    }
+
+    /// Stops because of `signalNumber`: drains and exits 0 when serving, else exits 128 + the
+    /// signal number (the shell's convention for a process ended by a signal) without waiting.
+    func stop(signalNumber: Int32, logger: Logger) -> Never {
+        let serving = application.withLock { $0 }
+        guard let serving else {
+            logger.notice("received signal before the server started; exiting", metadata: ["signal": "\(signalNumber)"])
+            exit(128 + signalNumber)
+        }
+        logger.info("received signal, draining", metadata: ["signal": "\(signalNumber)"])
+        serving.shutdown()
+        exit(0)
+    }
+}
+
+/// Calls `lifecycle.stop` on SIGTERM or SIGINT, from handlers on their own queue. A function
+/// rather than top-level code: top-level code is main-actor isolated in Swift 6, and a handler
+/// closure formed there would trap its isolation check when the signal queue runs it.
+func installSignalHandlers(_ lifecycle: ServerLifecycle, logger: Logger) -> [any DispatchSourceSignal] {
     let signalQueue = DispatchQueue(label: "locify.signals")
     var sources: [any DispatchSourceSignal] = []
     for signalNumber in [SIGTERM, SIGINT] {
         let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: signalQueue)
-        source.setEventHandler {
-            logger.info("received signal, draining", metadata: ["signal": "\(signalNumber)"])
-            application.shutdown()
-            exit(0)
-        }
+        source.setEventHandler { lifecycle.stop(signalNumber: signalNumber, logger: logger) }
         source.resume()
         sources.append(source)
     }

@@ -244,17 +244,25 @@ struct IDTokenVerifierTests {
     @Test("times within the skew are accepted")
     func withinSkew() throws {
         let bed = FirebaseTestBed()
+        let now = bed.now
         let expiredWithinSkew = withClaims { claims, now in
             claims["iat"] = .number(now - 3600)
             claims["exp"] = .number(now - 59)
         }
-        _ = try bed.verifier.verify(try expiredWithinSkew(bed.minter, bed.now))
+        let expired = try bed.verifier.verify(try expiredWithinSkew(bed.minter, now))
+        #expect(expired.uid == "user-1")
+        #expect(expired.issuedAt == Int64(now - 3600))
+        #expect(expired.expiresAt == Int64(now - 59))
         let issuedAhead = withClaims { claims, now in
             claims["iat"] = .number(now + 59)
             claims["auth_time"] = .number(now + 59)
             claims["exp"] = .number(now + 3600)
         }
-        _ = try bed.verifier.verify(try issuedAhead(bed.minter, bed.now))
+        let ahead = try bed.verifier.verify(try issuedAhead(bed.minter, now))
+        #expect(ahead.uid == "user-1")
+        #expect(ahead.issuedAt == Int64(now + 59))
+        #expect(ahead.authTime == Int64(now + 59))
+        #expect(ahead.expiresAt == Int64(now + 3600))
     }
 
     @Test("a zero skew makes the boundaries exact")
@@ -279,8 +287,16 @@ struct IDTokenVerifierTests {
     @Test("typ is compared case-insensitively and may be absent")
     func typVariants() throws {
         let bed = FirebaseTestBed()
-        for header: JSONObject in [["alg": "RS256", "kid": "test-key-primary", "typ": "jwt"], ["alg": "RS256", "kid": "test-key-primary"]] {
-            _ = try bed.verifier.verify(try bed.minter.sign(header: header, claims: bed.minter.claims(uid: "\(header.count)", issuedAt: bed.now)))
+        let headers: [(uid: String, header: JSONObject)] = [
+            ("typ-lower-case", ["alg": "RS256", "kid": "test-key-primary", "typ": "jwt"]),
+            ("typ-mixed-case", ["alg": "RS256", "kid": "test-key-primary", "typ": "Jwt"]),
+            ("typ-absent", ["alg": "RS256", "kid": "test-key-primary"]),
+        ]
+        for (uid, header) in headers {
+            let token = try bed.minter.sign(header: header, claims: bed.minter.claims(uid: uid, issuedAt: bed.now))
+            let verified = try bed.verifier.verify(token)
+            #expect(verified.uid == uid)
+            #expect(verified.issuedAt == Int64(bed.now))
         }
     }
 

@@ -15,13 +15,19 @@ private func parseBytes(_ bytes: [UInt8]) -> Result<JSONValue, JSONParseError> {
 
 @Suite("JSONParser")
 struct JSONParserTests {
-    /// Documents RFC 8259 allows (in the spirit of JSONTestSuite's y_ cases).
-    static let accepted: [String] = [
-        "null", "true", "false", "0", "-0", "1", "-1", "0.5", "-0.5", "1e5", "1E5", "1e+5", "1e-5", "1.5e3",
-        "123456789012345678901234567890", "1e-400", "\"\"", "\"a\"", "\" \\\" \\\\ \\/ \\b \\f \\n \\r \\t \"",
-        "\"\\u0000\"", "\"\\u00e9\"", "\"\\uD83D\\uDE00\"", "\"é€😀\"", "[]", "{}", "[1,2,3]", " [ 1 , 2 ] ",
-        "{\"a\":1,\"b\":[true,false,null],\"c\":{\"d\":\"e\"}}", "\t\r\n 1 \t\r\n", "[[[]]]", "{\"\":0}",
-        "\"\u{7F}\"", "[1e22, 1e23, 9007199254740993]", "{\"a\":{\"a\":1}}",
+    /// Documents RFC 8259 allows (in the spirit of JSONTestSuite's y_ cases), with the value each
+    /// one parses to.
+    static let accepted: [(String, JSONValue)] = [
+        ("null", nil), ("true", true), ("false", false), ("0", 0), ("-0", .number(-0.0)), ("1", 1), ("-1", -1),
+        ("0.5", 0.5), ("-0.5", -0.5), ("1e5", 100_000), ("1E5", 100_000), ("1e+5", 100_000), ("1e-5", 0.000_01),
+        ("1.5e3", 1500), ("123456789012345678901234567890", .number(123_456_789_012_345_678_901_234_567_890.0)),
+        ("1e-400", 0), ("\"\"", ""), ("\"a\"", "a"), ("\" \\\" \\\\ \\/ \\b \\f \\n \\r \\t \"", " \" \\ / \u{08} \u{0C} \n \r \t "),
+        ("\"\\u0000\"", "\u{0}"), ("\"\\u00e9\"", "é"), ("\"\\uD83D\\uDE00\"", "😀"), ("\"é€😀\"", "é€😀"), ("[]", []),
+        ("{}", .object(JSONObject())), ("[1,2,3]", [1, 2, 3]), (" [ 1 , 2 ] ", [1, 2]),
+        ("{\"a\":1,\"b\":[true,false,null],\"c\":{\"d\":\"e\"}}", ["a": 1, "b": [true, false, nil], "c": ["d": "e"]]),
+        ("\t\r\n 1 \t\r\n", 1), ("[[[]]]", [[[]]]), ("{\"\":0}", ["": 0]), ("\"\u{7F}\"", "\u{7F}"),
+        ("[1e22, 1e23, 9007199254740993]", [.number(1e22), .number(1e23), .number(9_007_199_254_740_992)]),
+        ("{\"a\":{\"a\":1}}", ["a": ["a": 1]]),
     ]
 
     /// Documents that must be refused (JSONTestSuite's n_ cases and our stricter choices).
@@ -34,9 +40,14 @@ struct JSONParserTests {
         "\u{FEFF}1", "[] []", "null x",
     ]
 
-    @Test("accepts every valid document of the table", arguments: accepted)
-    func acceptsValid(_ text: String) throws {
-        _ = try parse(text)
+    @Test("accepts every valid document of the table, with its value", arguments: accepted)
+    func acceptsValid(_ text: String, _ value: JSONValue) throws {
+        let parsed = try parse(text)
+        #expect(parsed == value)
+        // == on Double equates 0 and -0: the sign is checked apart.
+        if case .number(let expected) = value, case .number(let number) = parsed {
+            #expect(number.sign == expected.sign)
+        }
     }
 
     @Test("rejects every invalid document of the table", arguments: rejected)

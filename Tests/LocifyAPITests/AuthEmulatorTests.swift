@@ -3,6 +3,7 @@ import JSON
 import LocifyAPI
 import Testing
 import TestSupport
+import TestSupportServer
 
 /// Auth emulator mode (`FIREBASE_AUTH_EMULATOR_HOST`, FIREBASE.md section 3): the emulator's
 /// unsigned tokens are accepted, their claims are still checked, the server warns loudly, and

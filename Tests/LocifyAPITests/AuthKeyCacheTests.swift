@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+import TestSupportServer
 
 /// The ID-token key cache inside the running server (FIREBASE.md section 2): it fetches Google's
 /// certificates once at start, keeps them for the endpoint's `max-age`, refreshes them after,

@@ -5,6 +5,8 @@ import Postgres
 import Synchronization
 import Testing
 import TestSupport
+import TestSupportDatabase
+import TestSupportServer
 
 // Shared by the end-to-end tests of categories, locations and isolation (API.md sections 3-6
 // and 11): one server for the whole process, a fresh user per test, request builders, and the

@@ -3,6 +3,7 @@ import JSON
 import Locify
 import Testing
 import TestSupport
+import TestSupportServer
 
 /// A server whose record clock stands still at `clock.now` until the test moves it.
 struct FrozenClockServer {

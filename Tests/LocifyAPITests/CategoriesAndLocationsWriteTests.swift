@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Testing
 import TestSupport
+import TestSupportServer
 
 @Suite("Categories and locations over HTTP: every line of the write table (API.md sections 5 and 11)")
 struct CategoriesAndLocationsWriteTests {

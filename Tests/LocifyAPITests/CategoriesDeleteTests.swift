@@ -3,6 +3,7 @@ import JSON
 import Locify
 import Testing
 import TestSupport
+import TestSupportServer
 
 /// A user with a category `source` holding locations stamped at different client minutes, a
 /// second category `target`, and a location already in `target`.

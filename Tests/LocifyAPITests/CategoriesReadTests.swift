@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Testing
 import TestSupport
+import TestSupportServer
 
 /// The ids of a list response's records, in order.
 func ids(_ response: TestResponse) -> [String] {

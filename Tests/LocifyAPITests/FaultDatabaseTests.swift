@@ -3,6 +3,8 @@ import JSON
 import Postgres
 import Testing
 import TestSupport
+import TestSupportDatabase
+import TestSupportServer
 
 /// Database faults under write load (issue 9): PostgreSQL stopped and restarted in fast and
 /// immediate mode, and server connections killed (`pg_terminate_backend`), some of them inside

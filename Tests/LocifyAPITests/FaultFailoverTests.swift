@@ -3,6 +3,8 @@ import JSON
 import Postgres
 import Testing
 import TestSupport
+import TestSupportServer
+import TestSupportDatabase
 
 /// A PostgreSQL failover as the server sees it (issue 14): for a moment its connections may reach
 /// a node that is still, or again, a read-only standby (a demoted primary restarting as a replica

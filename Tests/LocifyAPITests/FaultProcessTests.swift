@@ -4,6 +4,8 @@ import Postgres
 import Synchronization
 import Testing
 import TestSupport
+import TestSupportDatabase
+import TestSupportServer
 
 /// Process faults (issue 9) on a real `locify-server` child process: `kill -9` in the middle of
 /// a push batch (with one change held inside its transaction by a row lock, so the kill lands

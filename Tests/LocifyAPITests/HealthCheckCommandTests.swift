@@ -4,6 +4,8 @@ import HTTPServer
 import Postgres
 import Testing
 import TestSupport
+import TestSupportDatabase
+import TestSupportServer
 
 /// `locify-server healthcheck` (issue 14), the container healthcheck of the Dockerfile and of
 /// docker-compose.yml: the real binary, probing a real server process, a server that answers 503,

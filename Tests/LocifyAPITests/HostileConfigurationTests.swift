@@ -4,6 +4,8 @@ import LocifyAPI
 import Postgres
 import Testing
 import TestSupport
+import TestSupportServer
+import TestSupportDatabase
 
 /// Issue 13 items 5 and 9: the real `locify-server` binary refuses the emulator configurations
 /// that could reach production, says when it runs in emulator mode, and never logs the database

@@ -5,6 +5,8 @@ import Testing
 import TestSupport
 
 @testable import LocifyAPI
+import TestSupportServer
+import TestSupportDatabase
 
 /// Issue 13 item 8: requests refused for authentication or routing draw on a per-address token
 /// bucket (429 S001 once empty), their log lines are bounded, a real user is never refused by it,

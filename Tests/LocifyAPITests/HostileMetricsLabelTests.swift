@@ -3,6 +3,8 @@ import Testing
 import TestSupport
 
 @testable import LocifyAPI
+import TestSupportServer
+import TestSupportDatabase
 
 /// Issue 13 item 1: metric labels come from closed sets, so made-up methods and paths cannot
 /// add series (nor memory) for the life of the process.

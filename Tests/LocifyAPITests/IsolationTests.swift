@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Testing
 import TestSupport
+import TestSupportServer
 
 @Suite("Isolation over HTTP: ids are scoped per user (API.md section 4)")
 struct IsolationTests {

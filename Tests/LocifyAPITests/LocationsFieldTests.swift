@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Testing
 import TestSupport
+import TestSupportServer
 
 /// A write path a location body can be sent on: the same field rules hold for each.
 enum LocationWritePath: String, CaseIterable, Sendable, CustomTestStringConvertible {

@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Testing
 import TestSupport
+import TestSupportServer
 
 @Suite("Location reads over HTTP: pagination, sorts, filters (API.md sections 6 and 11)")
 struct LocationsReadTests {

@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Testing
 import TestSupport
+import TestSupportServer
 
 /// `GET /metrics` (API.md sections 9 and 11): Prometheus text with the pinned metric names.
 @Suite("Metrics: GET /metrics in Prometheus text format")

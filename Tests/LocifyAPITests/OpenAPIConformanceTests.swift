@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Testing
 import TestSupport
+import TestSupportServer
 
 /// Inputs the contract test (schemathesis against openapi.yaml) found mishandled, kept as
 /// regression tests: each is valid (or invalid) by the document and must be answered so.

@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import Testing
 import TestSupport
+import TestSupportServer
 
 /// `openapi.yaml` read line by line, just enough to list its operations: the document keeps
 /// paths at two spaces of indentation under `paths:`, operations at four and status codes at

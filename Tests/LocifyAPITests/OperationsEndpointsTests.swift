@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Testing
 import TestSupport
+import TestSupportServer
 
 /// `/health`, `/health/ready` and `/openapi.yaml` (API.md section 9): no token needed.
 @Suite("Operations: health, readiness and the served contract")

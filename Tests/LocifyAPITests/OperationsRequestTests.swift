@@ -5,6 +5,7 @@ import Logging
 import Synchronization
 import Testing
 import TestSupport
+import TestSupportServer
 
 /// Collects the lines a `JSONLogHandler` writes.
 private final class LogLines: Sendable {

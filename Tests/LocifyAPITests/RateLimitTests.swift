@@ -3,6 +3,7 @@ import JSON
 import Synchronization
 import Testing
 import TestSupport
+import TestSupportServer
 
 @testable import LocifyAPI
 
@@ -124,8 +125,8 @@ struct RateLimitTests {
         #expect(try server.request("GET", "/v1/info", token: bob).status == 429)
     }
 
-    @Test("after Retry-After seconds the user is admitted again")
-    func resetsAfterRefill() throws {
+    @Test("a refused user is told to retry after the whole seconds until a token refills")
+    func retryAfterOnRefusal() throws {
         let server = try server(rate: 1, burst: 1)
         defer { server.stop() }
         let token = try server.token(for: "rate-refill")
@@ -140,8 +141,8 @@ struct RateLimitTests {
         }
         let retryAfter = try #require(refused?.headers["Retry-After"].flatMap { Int($0) })
         #expect(retryAfter == 1)
-        Thread.sleep(forTimeInterval: Double(retryAfter))
-        #expect(try server.request("GET", "/v1/info", token: token).status == 200)
+        // Admission again after Retry-After is the limiter's refill, proven on a hand-driven clock
+        // by RateLimiterTests (burstThenRefusal, retryAfterSeconds) instead of a real-time sleep.
     }
 
     @Test("a rate of 0 or a burst of 0 turns limiting off")

@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Testing
 import TestSupport
+import TestSupportServer
 
 /// OWASP API4 (unrestricted resource consumption): every limit of API.md sections 6, 7, 9 and 11
 /// holds end to end with the server's default configuration — body size, header block, header

@@ -3,6 +3,7 @@ import JSON
 import Postgres
 import Testing
 import TestSupport
+import TestSupportServer
 
 /// OWASP API8 (security misconfiguration) as it applies to responses: an unexpected failure is
 /// a generic 500 S002 (no SQL, no stack, no internals; details only in the log, under the

@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Testing
 import TestSupport
+import TestSupportServer
 
 @Suite("End to end: the server over real sockets, real PostgreSQL, fake Google")
 struct SmokeTests {

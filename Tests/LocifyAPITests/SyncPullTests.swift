@@ -3,6 +3,7 @@ import JSON
 import Locify
 import Testing
 import TestSupport
+import TestSupportServer
 
 /// `GET /v1/sync/changes` (API.md sections 7 and 11 "Sync"), end to end over HTTP.
 @Suite("Sync pull: snapshot, delta feed, cursors and paging")

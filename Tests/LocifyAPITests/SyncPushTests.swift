@@ -4,6 +4,7 @@ import Locify
 import LocifyAPI
 import Testing
 import TestSupport
+import TestSupportServer
 
 /// `POST /v1/sync/push` (API.md sections 7 and 11 "Sync"), end to end over HTTP.
 @Suite("Sync push: batches applied change by change, in the contract's order, idempotent on replay")

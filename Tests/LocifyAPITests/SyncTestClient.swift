@@ -3,6 +3,7 @@ import JSON
 import Locify
 import Testing
 import TestSupport
+import TestSupportServer
 
 /// One user's side of the sync endpoints of a `TestServer`: push batches, pull pages, drain the
 /// feed, list the records, all over HTTP with one token.

@@ -3,6 +3,7 @@ import JSON
 import Postgres
 import Testing
 import TestSupport
+import TestSupportServer
 
 /// API.md section 8 and section 11 "Auth and accounts": the caller's profile, renaming, and
 /// account deletion that erases every row of the user (and nothing of anyone else's), refuses

@@ -5,6 +5,7 @@ import Postgres
 import Synchronization
 import Testing
 import TestSupport
+import TestSupportDatabase
 
 /// The durable clean-up worker against PostgreSQL with a scripted executor: every job runs until
 /// it succeeds, with backoff; the Auth account goes after the user's Storage; claimed jobs are

@@ -3,6 +3,7 @@ import Locify
 import Postgres
 import Testing
 import TestSupport
+import TestSupportDatabase
 
 /// Every maintained counter that differs from a fresh `count(*)`, one line each (empty when all
 /// agree): `users.category_count`, `categories.location_count` and `categories.favorite_count`

@@ -2,6 +2,7 @@ import Foundation
 import Postgres
 import Testing
 import TestSupport
+import TestSupportDatabase
 
 /// Ready to shard by user id (issue 14, README "Sharding by user_id"): the schema the migrations
 /// build keeps every key and foreign key on the user id (Citus' rule for a distributed table), and

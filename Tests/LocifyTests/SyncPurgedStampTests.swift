@@ -2,6 +2,7 @@ import Foundation
 import Locify
 import Testing
 import TestSupport
+import TestSupportDatabase
 
 @Suite("Purged tombstones: a cursor behind one gets E009 whatever the clocks say")
 struct SyncPurgedStampTests {

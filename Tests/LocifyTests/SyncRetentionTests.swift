@@ -2,6 +2,7 @@ import Foundation
 import Postgres
 import Testing
 import TestSupport
+import TestSupportDatabase
 
 @testable import Locify
 

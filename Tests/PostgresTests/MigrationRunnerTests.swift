@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import TestSupport
+import TestSupportDatabase
 
 @testable import Postgres
 

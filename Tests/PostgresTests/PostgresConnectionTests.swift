@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+import TestSupportDatabase
 
 @testable import Postgres
 

@@ -8,6 +8,7 @@ public final class BackgroundThread<Result: Sendable>: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let outcome = Mutex<Swift.Result<Result, any Error>?>(nil)
 
+    /// Starts `body` on a new thread at once.
     public init(_ body: @escaping @Sendable () throws -> Result) {
         let thread = Thread { [self] in
             let result = Swift.Result { try body() }

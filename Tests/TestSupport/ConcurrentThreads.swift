@@ -35,6 +35,7 @@ public func runOnThreads(_ count: Int, _ body: @escaping @Sendable (Int) throws 
 public final class Locked<Value: Sendable>: Sendable {
     private let mutex: Mutex<Value>
 
+    /// A box holding `value`.
     public init(_ value: Value) { mutex = Mutex(value) }
 
     /// Runs `body` with exclusive access to the value.

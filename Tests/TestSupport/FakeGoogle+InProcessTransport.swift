@@ -6,10 +6,12 @@ public struct InProcessTransport: HTTPTransport {
     /// The fake answering every request.
     public let fake: FakeGoogle
 
+    /// A transport answering from `fake` without a socket.
     public init(fake: FakeGoogle) {
         self.fake = fake
     }
 
+    /// The fake's answer to the request.
     public func send(_ request: TransportRequest) throws -> TransportResponse {
         if fake.recordTransport(url: request.url) {
             throw TransportError("connection reset by peer (injected)")

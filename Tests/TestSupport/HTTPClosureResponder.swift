@@ -14,8 +14,10 @@ public struct HTTPClosureResponder: HTTPResponder {
         self.handler = handler
     }
 
+    /// Where the closure runs, as the `mode` closure says.
     public func executionMode(for request: HTTPRequest) -> HTTPExecutionMode { mode(request) }
 
+    /// The closure's answer.
     public func respond(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPResponse {
         handler(request, connection)
     }

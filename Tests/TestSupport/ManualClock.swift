@@ -6,6 +6,7 @@ import Synchronization
 public final class ManualClock<Value: Sendable>: Sendable {
     private let current: Mutex<Value>
 
+    /// A clock standing at `start` until advanced.
     public init(_ start: Value) {
         current = Mutex(start)
     }
@@ -26,6 +27,7 @@ extension ManualClock where Value == Double {
     /// A unix-seconds clock starting at `start`.
     public convenience init() { self.init(1_750_000_000) }
 
+    /// Moves the clock forward by `seconds`.
     public func advance(by seconds: Double) {
         current.withLock { $0 += seconds }
     }
@@ -35,6 +37,7 @@ extension ManualClock where Value == Duration {
     /// The HTTP server's monotonic clock, driven by hand.
     public var httpClock: HTTPServerClock { HTTPServerClock { [self] in now } }
 
+    /// Moves the clock forward by `duration`.
     public func advance(by duration: Duration) {
         current.withLock { $0 += duration }
     }

@@ -2,9 +2,12 @@ import Foundation
 
 /// A problem in a Prometheus text exposition, with the offending line.
 public struct PrometheusTextError: Error, Sendable, CustomStringConvertible {
+    /// The offending line.
     public var line: String
+    /// What is wrong with it.
     public var problem: String
 
+    /// The problem and the line.
     public var description: String { "\(problem): \(line)" }
 }
 
@@ -14,17 +17,22 @@ public struct PrometheusTextError: Error, Sendable, CustomStringConvertible {
 public struct PrometheusText: Sendable {
     /// One sample line: metric name, labels and value.
     public struct Sample: Sendable, Equatable {
+        /// The metric name.
         public var name: String
+        /// The labels, by name.
         public var labels: [String: String]
+        /// The value.
         public var value: Double
     }
 
+    /// Every sample, in the order of the text.
     public private(set) var samples: [Sample] = []
     /// Metric family name to its declared type (`counter`, `gauge`, `histogram`, ...).
     public private(set) var types: [String: String] = [:]
     /// Metric family name to its help text.
     public private(set) var help: [String: String] = [:]
 
+    /// Parses and checks a text exposition; throws on the first malformed line.
     public init(_ text: String) throws(PrometheusTextError) {
         var seen = Set<String>()
         for line in text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {

@@ -5,7 +5,7 @@ import Glibc
 /// and error into `logPath`, and returns its process id. `environment` nil passes this process's
 /// own. posix_spawn rather than `Process`, which may never notice the exit of a program whose
 /// children live on (`pg_ctl start`).
-func spawnProcess(_ command: [String], environment: [String: String]? = nil, logPath: String) throws -> pid_t {
+package func spawnProcess(_ command: [String], environment: [String: String]? = nil, logPath: String) throws -> pid_t {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
@@ -22,6 +22,14 @@ func spawnProcess(_ command: [String], environment: [String: String]? = nil, log
         } else {
             posix_spawn(&pid, command[0], &actions, nil, arguments + [nil], environ)
         }
-    guard spawned == 0 else { throw TestDatabaseError("cannot start \(command[0]): error \(spawned)") }
+    guard spawned == 0 else { throw SpawnProcessError("cannot start \(command[0]): error \(spawned)") }
     return pid
+}
+
+/// A program the tests need could not be started (missing binary, no permission).
+package struct SpawnProcessError: Error, CustomStringConvertible {
+    /// Which program and the error posix_spawn returned.
+    package let description: String
+
+    init(_ description: String) { self.description = description }
 }

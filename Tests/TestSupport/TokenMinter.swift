@@ -21,6 +21,7 @@ public struct TokenMinter: Sendable {
     /// The key valid tokens are signed with.
     public var key: TestKeyPair
 
+    /// A minter of tokens for `projectId`, signed with `key`.
     public init(projectId: String = "locify-test", key: TestKeyPair = TestKeys.primary) {
         self.projectId = projectId
         self.key = key

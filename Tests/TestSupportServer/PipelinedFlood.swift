@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 
 /// Many requests sent fast: each connection writes a batch of requests back to back (HTTP/1.1
 /// pipelining) and then reads their responses, so tens of thousands of requests take seconds.

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 
 /// A private PostgreSQL cluster that a test starts, stops and starts again (e.g. to check that
 /// the pool survives a database restart). Uses the binaries in `LOCIFY_PG_BIN` (set by

@@ -2,6 +2,8 @@ import Foundation
 import Glibc
 import JSON
 import Synchronization
+import TestSupport
+import TestSupportDatabase
 
 /// `locify-server` as a child process (the binary SwiftPM builds next to the test bundle), for the
 /// faults only a real process can suffer: `kill -9` and SIGTERM. It runs in Auth emulator mode
@@ -95,8 +97,9 @@ public final class ServerProcess: Sendable {
         Glibc.kill(pid, signal)
     }
 
-    /// `kill -9`, then reaps the child.
+    /// `kill -9`, then reaps the child (nothing when it already exited).
     public func killHard() {
+        guard exitStatusIfExited() == nil else { return }
         send(SIGKILL)
         _ = waitForExit(timeout: .seconds(30))
     }
@@ -140,7 +143,7 @@ public final class ServerProcess: Sendable {
     private func get(_ target: String) throws -> TestResponse { try request("GET", target) }
 
     /// A TCP port that was free a moment ago.
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw TestDatabaseError("socket failed: errno \(errno)") }
         defer { close(descriptor) }

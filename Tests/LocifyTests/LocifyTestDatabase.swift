@@ -1,16 +1,21 @@
 import Foundation
 import Locify
 import Postgres
+import TestSupport
+import TestSupportDatabase
 
 /// A fresh database with the project's migrations applied and the domain services wired to it.
-public struct LocifyTestDatabase: Sendable {
-    public let database: TestDatabase
-    public let services: LocifyServices
+struct LocifyTestDatabase: Sendable {
+    /// The migrated test database.
+    let database: TestDatabase
+    /// The domain services on that database.
+    let services: LocifyServices
 
-    public var pool: ConnectionPool { database.pool }
+    /// The database's pool.
+    var pool: ConnectionPool { database.pool }
 
     /// Creates the database; `poolSize` connections; `settings` default to bucket `test-bucket`.
-    public static func create(
+    static func create(
         poolSize: Int = 4, settings: LocifySettings = LocifySettings(storageBucket: TestConstants.bucket),
         now: @escaping @Sendable () -> Timestamp = Timestamp.now
     ) throws -> LocifyTestDatabase {
@@ -19,23 +24,14 @@ public struct LocifyTestDatabase: Sendable {
     }
 
     /// Closes the pool and drops the database.
-    public func drop() {
+    func drop() {
         try? database.drop()
     }
 }
 
-/// Values shared by tests.
-public enum TestConstants {
-    /// The Storage bucket tests configure.
-    public static let bucket = "test-bucket"
-    /// The Firebase project id tests configure.
-    public static let projectID = "locify-test"
-    /// The project id of in-process servers in Auth emulator mode (the server refuses emulator
-    /// mode unless the id starts with `demo-`).
-    public static let emulatorProjectID = "demo-locify-test"
-
+extension TestConstants {
     /// A fresh caller with a unique user id, as if its token was issued now.
-    public static func newCaller(email: String? = nil, name: String? = nil) -> Caller {
+    static func newCaller(email: String? = nil, name: String? = nil) -> Caller {
         Caller(
             userID: "user-" + UUID().uuidString.lowercased().prefix(12), email: email, name: name,
             tokenIssuedAt: Int64(Date().timeIntervalSince1970))

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Postgres
 import Synchronization
+import TestSupport
 
 /// A fresh, isolated database for one test (or suite) on the server named by `DATABASE_URL`.
 ///
@@ -74,14 +75,8 @@ public final class TestDatabase: Sendable {
         return configuration
     }
 
-    /// The repository's `migrations/` folder (found from this file's path), for
-    /// `create(migrationsDirectory:)`.
-    public static let projectMigrationsDirectory: String = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent()  // TestSupport
-        .deletingLastPathComponent()  // Tests
-        .deletingLastPathComponent()  // the repository
-        .appendingPathComponent("migrations")
-        .path
+    /// The repository's `migrations/` folder, for `create(migrationsDirectory:)`.
+    public static var projectMigrationsDirectory: String { ProjectPaths.migrations }
 
     /// A logger for tests: warnings and errors only, so test output stays readable.
     public static let logger: Logger = testLogger

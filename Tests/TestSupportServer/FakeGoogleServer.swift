@@ -2,11 +2,13 @@ import FirebaseAdmin
 import Foundation
 import HTTPServer
 import Synchronization
+import TestSupport
 
 /// `FakeGoogle` served over real sockets by the project's own HTTP server, so the application
 /// under test reaches "Google" through its real URLSession transport. Every Google base URL of
 /// the application points here; the fake routes by path.
 public final class FakeGoogleServer: Sendable {
+    /// The fake behind the server: its state and scripted answers.
     public let fake: FakeGoogle
     private let server: HTTPTestServer
 
@@ -17,6 +19,7 @@ public final class FakeGoogleServer: Sendable {
     /// The OAuth token endpoint (the service account's `token_uri`).
     public var tokenURI: String { baseURL + "/token" }
 
+    /// Starts a fake Google for `projectID` on a loopback port.
     public init(projectID: String = TestConstants.projectID) throws {
         let box = Mutex<FakeGoogle?>(nil)
         server = try HTTPTestServer(
@@ -25,7 +28,8 @@ public final class FakeGoogleServer: Sendable {
                 let answer = fake.handle(
                     method: request.method.rawValue, path: request.path, query: request.query ?? "",
                     headers: request.headers.map { ($0.name, $0.value) }, body: request.body)
-                return HTTPResponse(status: HTTPStatus(code: answer.status, reasonPhrase: "Fake"), headers: HTTPHeaders(answer.headers.map { (name: $0.0, value: $0.1) }), body: answer.body)
+                let headers = HTTPHeaders(answer.headers.map { (name: $0.0, value: $0.1) })
+                return HTTPResponse(status: HTTPStatus(code: answer.status, reasonPhrase: "Fake"), headers: headers, body: answer.body)
             })
         let tokenURI = "http://127.0.0.1:\(server.port)/token"
         fake = FakeGoogle(projectId: projectID, serviceAccount: TestServiceAccount.account(projectId: projectID, tokenURI: tokenURI))
@@ -37,6 +41,7 @@ public final class FakeGoogleServer: Sendable {
         try TestServiceAccount.writeFile(tokenURI: tokenURI)
     }
 
+    /// Stops the server.
     public func stop() {
         server.stop(gracePeriod: .milliseconds(200))
     }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import JSON
 import Synchronization
+import TestSupport
 
 /// A closed-loop write load for fault tests: one thread per token, each on its own keep-alive
 /// connection (reopened when the server closes it or it breaks), sending category creates and,
@@ -19,7 +20,9 @@ public final class WriteLoad: Sendable {
 
         /// The `X-Request-Id` sent (`<writer>-<sequence>-<random>`), to find the request in server logs.
         public var requestID: String
+        /// Which writer sent it.
         public var writer: Int
+        /// What kind of write it was.
         public var kind: Kind
         /// The response status; nil when no complete response arrived.
         public var status: Int?
@@ -155,13 +158,15 @@ public final class WriteLoad: Sendable {
         case .push:
             path = "/v1/sync/push"
             body = [
-                "changes": .array(ids.map { id in
-                    ["type": "category", "action": "create", "data": ["id": .string(id), "name": .string("pushed \(id.prefix(8))")]]
-                })
+                "changes": .array(
+                    ids.map { id in
+                        ["type": "category", "action": "create", "data": ["id": .string(id), "name": .string("pushed \(id.prefix(8))")]]
+                    })
             ]
         }
         let payload = JSONWriter.encode(body)
-        let head = "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(token)\r\n"
+        let head =
+            "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(token)\r\n"
             + "X-Request-Id: \(requestID)\r\nContent-Type: application/json\r\nContent-Length: \(payload.count)\r\n\r\n"
         return Array(head.utf8) + payload
     }

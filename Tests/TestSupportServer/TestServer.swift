@@ -7,20 +7,29 @@ import LocifyAPI
 import Logging
 import Postgres
 import Synchronization
+import TestSupport
+import TestSupportDatabase
 
 /// The whole server, end to end, for API tests: a fresh migrated database, the application
 /// built by `buildApplication` on an ephemeral port, and a fake Google over real sockets that
 /// serves the ID-token certificates, OAuth, Storage and Identity Toolkit.
 public final class TestServer: Sendable {
+    /// The server under test.
     public let application: Application
+    /// Its database.
     public let database: TestDatabase
+    /// The fake Google it talks to.
     public let google: FakeGoogleServer
+    /// The configuration it was built with.
     public let configuration: Configuration
     /// Mints RS256 ID tokens the server accepts (key `TestKeys.primary`, published by the fake).
     public let minter: TokenMinter
 
+    /// The port it listens on (loopback).
     public var port: Int { application.port }
+    /// A pool on its database, for direct checks.
     public var pool: ConnectionPool { database.pool }
+    /// The fake Google's state and scripted answers.
     public var fake: FakeGoogle { google.fake }
 
     /// Starts everything. `configure` adjusts the configuration (rate limits are off by default;
@@ -122,7 +131,9 @@ public final class TestServer: Sendable {
     }
 
     /// A valid ID token for `uid`, issued now (or `issuedAt`, unix seconds).
-    public func token(for uid: String, issuedAt: Double = Date().timeIntervalSince1970, email: String? = "user@example.com", name: String? = "Test User") throws -> String {
+    public func token(
+        for uid: String, issuedAt: Double = Date().timeIntervalSince1970, email: String? = "user@example.com", name: String? = "Test User"
+    ) throws -> String {
         try minter.sign(header: minter.header(), claims: minter.claims(uid: uid, issuedAt: issuedAt, email: email, name: name))
     }
 
@@ -180,8 +191,11 @@ public final class TestServer: Sendable {
 
 /// A response as tests look at it.
 public struct TestResponse: Sendable {
+    /// The status code.
     public let status: Int
+    /// The response headers.
     public let headers: HTTPHeaders
+    /// The response body.
     public let body: [UInt8]
 
     init(_ raw: RawHTTPResponse) {
@@ -190,6 +204,7 @@ public struct TestResponse: Sendable {
         body = raw.body
     }
 
+    /// The body as UTF-8 text.
     public var text: String { String(decoding: body, as: UTF8.self) }
     /// The body parsed as JSON (nil when it is not JSON).
     public var json: JSONValue? { try? JSONParser.parse(body) }
@@ -222,13 +237,17 @@ public let testServerLogger: Logger = {
 public final class CapturedLog: Sendable {
     /// One logged message.
     public struct Entry: Sendable {
+        /// The level the line was logged at.
         public var level: Logger.Level
+        /// The message.
         public var message: String
+        /// The metadata, rendered as strings.
         public var metadata: [String: String]
     }
 
     private let entries = Mutex<[Entry]>([])
 
+    /// An empty capture.
     public init() {}
 
     /// A logger (trace level) whose messages land here.

@@ -362,10 +362,15 @@ final class EventLoop: @unchecked Sendable {
                 connection.deadline = now + context.keepAliveIdleTimeout
             }
         case .head:
-            // Measured from the first byte of the request: set once.
+            // Measured from the first byte of the request (empty lines before it included): set
+            // once. A new connection's first request keeps the deadline set at the connect, so a
+            // connection sends a complete request head within `headerReadTimeout` of connecting,
+            // however it spreads its bytes.
             if connection.deadlineKind != .head {
+                if !(connection.deadlineKind == .idle && connection.requestsParsed == 0) {
+                    connection.deadline = now + context.headerReadTimeout
+                }
                 connection.deadlineKind = .head
-                connection.deadline = now + context.headerReadTimeout
             }
         case .body:
             if connection.deadlineKind != .body {

@@ -24,8 +24,10 @@ public struct HTTPServerConfiguration: Sendable {
     /// Most empty lines ignored before a request line (RFC 9112 2.2). Default `8`.
     public var maxLeadingEmptyLines: Int = 8
 
-    /// Time allowed to receive a request's header section, from its first byte: then 408 and
-    /// close. Also how long a new connection may stay silent. Default 10 s.
+    /// Time allowed to receive a request's header section, from its first byte (empty lines
+    /// before the request line count): then 408 and close. A new connection's first request head
+    /// must be complete within this time of the connect, and a connection silent that long is
+    /// closed quietly. Default 10 s.
     public var headerReadTimeout: Duration = .seconds(10)
     /// Longest pause while receiving a body: then 408 and close. Default 30 s.
     public var bodyReadTimeout: Duration = .seconds(30)

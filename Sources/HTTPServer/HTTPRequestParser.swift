@@ -123,6 +123,14 @@ public struct HTTPRequestParser: Sendable {
         }
     }
 
+    /// The `Content-Length` of the request whose body is being received (phase `.body`); nil for
+    /// a chunked body (its size is unknown until its last chunk) and outside a body. The server
+    /// reserves this much of its body budget before reading the body.
+    public var bodyContentLength: Int? {
+        guard case .fixedBody = state else { return nil }
+        return contentLength
+    }
+
     /// Parses `input`, continuing where the previous call stopped.
     public mutating func parse(_ input: UnsafeRawBufferPointer) -> Step {
         var index = 0

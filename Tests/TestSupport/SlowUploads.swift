@@ -25,13 +25,16 @@ public struct SlowUploadOutcome: Sendable {
 /// Hostile-client tooling: many connections that each announce a body and send it slowly, in
 /// pieces, from one thread (non-blocking sockets, one piece per connection per round).
 public enum SlowUploads {
-    /// Opens `count` connections to `127.0.0.1:port`, sends each `head(bodyBytes)` and then
+    /// Opens `count` connections to `127.0.0.1:port` (`connectPause` apart), sends each
+    /// `head(bodyBytes)` and then
     /// `bodyBytes` of body in `pieceBytes` pieces, one piece per connection per round with `pause`
     /// between rounds, until every connection is answered or closed, `shouldStop` returns true, or
-    /// `timeout` passes. Blocking: run it on a `BackgroundThread`.
+    /// `timeout` passes. `connected` is called once every connection is open and has sent its
+    /// header section. Blocking: run it on a `BackgroundThread`.
     public static func run(
         port: Int, count: Int, bodyBytes: Int, pieceBytes: Int = 16 * 1024, pause: Duration = .milliseconds(10),
-        timeout: Duration = .seconds(60), head: (Int) -> String, shouldStop: () -> Bool
+        connectPause: Duration = .zero, timeout: Duration = .seconds(60), head: (Int) -> String,
+        connected: () -> Void = {}, shouldStop: () -> Bool
     ) throws -> SlowUploadOutcome {
         struct Upload {
             let client: RawHTTPClient
@@ -46,7 +49,9 @@ public enum SlowUploads {
             try client.send(head(bodyBytes))
             _ = fcntl(client.fd, F_SETFL, fcntl(client.fd, F_GETFL) | O_NONBLOCK)
             uploads.append(Upload(client: client))
+            if connectPause > .zero { Thread.sleep(forTimeInterval: Double(connectPause.milliseconds) / 1000) }
         }
+        connected()
         var outcome = SlowUploadOutcome()
         let piece = [UInt8](repeating: UInt8(ascii: "a"), count: pieceBytes)
         var readBuffer = [UInt8](repeating: 0, count: 4096)

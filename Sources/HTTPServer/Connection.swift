@@ -38,7 +38,14 @@ final class Connection: @unchecked Sendable {
     /// Close once `output` is written (error response, `Connection: close`, HTTP/1.0, draining).
     var closeAfterOutput = false
 
+    /// Bytes of the server's body budget this connection holds: its current request's body,
+    /// reserved when the header section arrived (or when the whole request arrived at once),
+    /// until the response is queued or the connection closes.
+    var reservedBodyBytes = 0
+
     // Loop fields.
+    /// The body being received has its reservation (or was refused).
+    var bodyAdmitted = false
     var withWorker = false
     var readyRequest: (request: HTTPRequest, mode: HTTPExecutionMode)?
     /// Input read but not parsed yet (pipelined requests), from `unparsedStart`.
@@ -69,14 +76,20 @@ final class Connection: @unchecked Sendable {
             switch parser.parse(UnsafeRawBufferPointer(rebasing: input[offset...])) {
             case .needMore:
                 offset = input.count
+                if parser.phase == .body && !bodyAdmitted {
+                    _ = admitBody(context: context)
+                }
             case .continueNeeded(let used):
                 offset += used
+                // 100 Continue only for a body that fits the budget; otherwise the 503 goes out.
+                guard admitBody(context: context) else { break }
                 // RFC 9110 10.1.1: a server may omit 100 Continue once body bytes have arrived.
                 if offset == input.count {
                     output.append(HTTPResponseSerializer.continueResponse)
                 }
             case .request(let request, let used):
                 offset += used
+                guard admitCompleteBody(of: request, context: context) else { break }
                 requestsParsed += 1
                 deadlineKind = .none
                 deadline = .max
@@ -90,6 +103,55 @@ final class Connection: @unchecked Sendable {
             }
         }
         return offset
+    }
+
+    /// Reserves the budget for the body whose header section just arrived: its Content-Length,
+    /// or the largest body allowed when it is chunked. When it does not fit, queues the 503 and
+    /// returns false. Loop thread only.
+    private func admitBody(context: ServerContext) -> Bool {
+        bodyAdmitted = true
+        let wanted = parser.bodyContentLength ?? context.configuration.maxBodyBytes
+        guard context.reserveBodyBytes(wanted) else {
+            refuseOverBudget(context: context)
+            return false
+        }
+        reservedBodyBytes += wanted
+        return true
+    }
+
+    /// Settles the reservation of a complete request: shrinks it to the body received (a chunked
+    /// body reserved the largest size), or reserves a body that arrived whole with its header
+    /// section. False (and the 503 queued) when that body does not fit. Loop thread only.
+    private func admitCompleteBody(of request: HTTPRequest, context: ServerContext) -> Bool {
+        defer { bodyAdmitted = false }
+        if bodyAdmitted {
+            let excess = reservedBodyBytes - request.body.count
+            if excess > 0 {
+                context.releaseBodyBytes(excess)
+                reservedBodyBytes -= excess
+            }
+            return true
+        }
+        guard context.reserveBodyBytes(request.body.count) else {
+            refuseOverBudget(context: context)
+            return false
+        }
+        reservedBodyBytes += request.body.count
+        return true
+    }
+
+    private func refuseOverBudget(context: ServerContext) {
+        context.logger.debug(
+            "refused a request body over the body budget",
+            metadata: ["connection": "\(info.id)", "budget": "\(context.configuration.maxBufferedBodyBytes)"])
+        queueError(context.overloaded("request body budget exhausted"), context: context)
+    }
+
+    /// Returns the connection's share of the body budget (response queued, error, close).
+    /// Owner only; idempotent.
+    func releaseBodyBudget(context: ServerContext) {
+        context.releaseBodyBytes(reservedBodyBytes)
+        reservedBodyBytes = 0
     }
 
     /// Feeds the buffered pipelined input. Loop thread only.
@@ -116,6 +178,7 @@ final class Connection: @unchecked Sendable {
 
     /// Serializes `response` to `request` into the output. Owner only.
     func queueResponse(_ response: HTTPResponse, to request: HTTPRequest, context: ServerContext) {
+        releaseBodyBudget(context: context)
         let keepAlive =
             !closeAfterOutput && request.wantsKeepAlive && !context.isDraining.load(ordering: .relaxed)
             && !response.headers.containsToken("close", in: "Connection")
@@ -134,6 +197,7 @@ final class Connection: @unchecked Sendable {
     /// drops any further input. Owner only.
     func queueError(_ error: HTTPRequestError, context: ServerContext) {
         let response = context.responder.response(for: error)
+        releaseBodyBudget(context: context)
         closeAfterOutput = true
         readyRequest = nil
         unparsed = []

@@ -174,6 +174,7 @@ final class EventLoop: @unchecked Sendable {
                 if connections[connection.info.id] === connection {
                     drive(connection)
                 } else {
+                    connection.releaseBodyBudget(context: context)
                     Glibc.close(connection.fd)
                     context.connectionClosed()
                 }
@@ -220,6 +221,7 @@ final class EventLoop: @unchecked Sendable {
                 Glibc.close(fd)
                 context.connectionClosed()
             case .handBack(let connection):
+                connection.releaseBodyBudget(context: context)
                 Glibc.close(connection.fd)
                 context.connectionClosed()
             case .drain:
@@ -259,11 +261,21 @@ final class EventLoop: @unchecked Sendable {
                 connection.withWorker = true
                 connection.deadlineKind = .none
                 connection.deadline = .max
-                if !pool.submit(WorkerPool.Job(connection: connection, request: ready.request, loop: self)) {
+                switch pool.submit(WorkerPool.Job(connection: connection, request: ready.request, loop: self)) {
+                case .accepted:
+                    return
+                case .full:
+                    // Overloaded: 503 with Retry-After now rather than an ever longer wait.
+                    connection.withWorker = false
+                    context.logger.debug(
+                        "refused a request: worker queue full", metadata: ["connection": "\(connection.info.id)"])
+                    connection.queueError(context.overloaded("worker queue full"), context: context)
+                    continue
+                case .stopped:
                     connection.withWorker = false
                     close(connection)
+                    return
                 }
-                return
             }
             // 2. Buffered pipelined input, parsed only once earlier responses are queued, and
             //    only while little output waits (backpressure).
@@ -362,10 +374,15 @@ final class EventLoop: @unchecked Sendable {
                 connection.deadline = now + context.keepAliveIdleTimeout
             }
         case .head:
-            // Measured from the first byte of the request: set once.
+            // Measured from the first byte of the request (empty lines before it included): set
+            // once. A new connection's first request keeps the deadline set at the connect, so a
+            // connection sends a complete request head within `headerReadTimeout` of connecting,
+            // however it spreads its bytes.
             if connection.deadlineKind != .head {
+                if !(connection.deadlineKind == .idle && connection.requestsParsed == 0) {
+                    connection.deadline = now + context.headerReadTimeout
+                }
                 connection.deadlineKind = .head
-                connection.deadline = now + context.headerReadTimeout
             }
         case .body:
             if connection.deadlineKind != .body {
@@ -423,6 +440,7 @@ final class EventLoop: @unchecked Sendable {
 
     private func close(_ connection: Connection) {
         guard connections.removeValue(forKey: connection.info.id) != nil else { return }
+        connection.releaseBodyBudget(context: context)
         // Closing the descriptor also removes it from the epoll set.
         Glibc.close(connection.fd)
         context.connectionClosed()

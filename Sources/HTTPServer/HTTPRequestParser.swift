@@ -53,7 +53,8 @@ public struct HTTPRequestParser: Sendable {
     public enum Phase: Sendable, Equatable {
         /// Between requests: no byte of the next request has arrived.
         case idle
-        /// Receiving the request line or header fields.
+        /// Receiving the request line or header fields, or the empty lines before a request line
+        /// (they are part of the next request's head: its header timeout runs).
         case head
         /// Receiving the body (or the trailers of a chunked body).
         case body
@@ -115,11 +116,19 @@ public struct HTTPRequestParser: Sendable {
     /// Which part of a request the parser is receiving.
     public var phase: Phase {
         switch state {
-        case .requestLine: return pendingLine.isEmpty ? .idle : .head
+        case .requestLine: return pendingLine.isEmpty && leadingEmptyLines == 0 ? .idle : .head
         case .headerFields: return .head
         case .failed: return .idle
         case .fixedBody, .chunkSize, .chunkData, .chunkDataEnd, .trailerFields: return .body
         }
+    }
+
+    /// The `Content-Length` of the request whose body is being received (phase `.body`); nil for
+    /// a chunked body (its size is unknown until its last chunk) and outside a body. The server
+    /// reserves this much of its body budget before reading the body.
+    public var bodyContentLength: Int? {
+        guard case .fixedBody = state else { return nil }
+        return contentLength
     }
 
     /// Parses `input`, continuing where the previous call stopped.

@@ -16,8 +16,10 @@ public protocol HTTPResponder: Sendable {
     func respond(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPResponse
 
     /// Renders a framing/limit error the server detected itself (400, 408, 413, 414, 431, 501,
-    /// 505). Default: plain-text body with the status. The app overrides it to render its JSON
-    /// error body (e.g. 413 as its E010). The server always adds `Connection: close` to these.
+    /// 505) or its overload answer (503 when the body budget or the worker queue is full, with
+    /// `error.retryAfterSeconds`). Default: plain-text body with the status, plus `Retry-After`
+    /// when the error has one. The app overrides it to render its JSON error body (e.g. 413 as
+    /// its E010). The server always adds `Connection: close` to these.
     func response(for error: HTTPRequestError) -> HTTPResponse
 }
 
@@ -25,12 +27,17 @@ extension HTTPResponder {
     /// Runs every request on the worker pool.
     public func executionMode(for request: HTTPRequest) -> HTTPExecutionMode { .worker }
 
-    /// A plain-text body naming the status, e.g. `400 Bad Request`.
+    /// A plain-text body naming the status, e.g. `400 Bad Request`, with `Retry-After` when the
+    /// error has one.
     public func response(for error: HTTPRequestError) -> HTTPResponse {
-        HTTPResponse(
+        var response = HTTPResponse(
             status: error.status,
             headers: ["Content-Type": "text/plain; charset=utf-8"],
             body: Array("\(error.status.code) \(error.status.reasonPhrase)\n".utf8)
         )
+        if let seconds = error.retryAfterSeconds {
+            response.headers.set("Retry-After", String(seconds))
+        }
+        return response
     }
 }

@@ -111,6 +111,9 @@ public final class HTTPServer: Sendable {
     /// Requests waiting for a free worker thread, for metrics.
     public var workerQueueDepth: Int { max(0, counters.queuedRequests.load(ordering: .relaxed)) }
 
+    /// Bytes of the body budget reserved now (`maxBufferedBodyBytes`), for metrics and tests.
+    public var bufferedBodyBytes: Int { counters.bufferedBodyBytes.load(ordering: .relaxed) }
+
     /// Stops gracefully: stops accepting (new connections are refused), closes idle keep-alive
     /// connections, lets in-flight requests finish (their responses carry `Connection: close`),
     /// and after `gracePeriod` closes whatever remains. Returns when done. A handler still running
@@ -166,5 +169,10 @@ public final class HTTPServer: Sendable {
         try require(configuration.maxHeaderCount >= 0, "maxHeaderCount must not be negative")
         try require(configuration.maxBodyBytes >= 0, "maxBodyBytes must not be negative")
         try require(configuration.maxBufferedInputBytes >= 1024, "maxBufferedInputBytes must be at least 1024")
+        try require(
+            configuration.maxBufferedBodyBytes >= configuration.maxBodyBytes,
+            "maxBufferedBodyBytes must be at least maxBodyBytes")
+        try require(configuration.maxQueuedRequests >= 1, "maxQueuedRequests must be at least 1")
+        try require(configuration.overloadRetryAfterSeconds >= 0, "overloadRetryAfterSeconds must not be negative")
     }
 }

@@ -19,13 +19,31 @@ public struct HTTPServerConfiguration: Sendable {
     /// Largest request body, in bytes, inclusive; checked against `Content-Length` before reading
     /// and against the running total of chunks. Larger: 413. Default `2_097_152` (2 MiB).
     public var maxBodyBytes: Int = 2_097_152
+    /// Server-wide budget for request bodies held in memory: bodies being received and received
+    /// requests waiting for or running in a handler. When a header section announcing a body
+    /// arrives, the body reserves its `Content-Length` (a chunked body: `maxBodyBytes`, its size
+    /// being unknown) until its response is queued; a body that does not fit is answered 503 with
+    /// `Retry-After` at once (never `100 Continue`) and the connection closed, before any of it is
+    /// read. Refusing rather than pausing keeps clients from waiting on memory others hold, and
+    /// reserving the announced size means an admitted body is never cut off. Request lines and
+    /// header sections are not counted: they are bounded per connection by the limits above.
+    /// At least `maxBodyBytes`. Default `268_435_456` (256 MiB).
+    public var maxBufferedBodyBytes: Int = 268_435_456
+    /// Most requests waiting for a worker thread; a request arriving when that many wait is
+    /// answered 503 with `Retry-After` and its connection closed. Default `4096`.
+    public var maxQueuedRequests: Int = 4096
+    /// The `Retry-After` seconds of the server's own 503 answers (body budget or worker queue
+    /// full). Default `1`.
+    public var overloadRetryAfterSeconds: Int = 1
     /// Most chunk-extension bytes per request (they are ignored, but bounded). Default `4096`.
     public var maxChunkExtensionBytes: Int = 4096
     /// Most empty lines ignored before a request line (RFC 9112 2.2). Default `8`.
     public var maxLeadingEmptyLines: Int = 8
 
-    /// Time allowed to receive a request's header section, from its first byte: then 408 and
-    /// close. Also how long a new connection may stay silent. Default 10 s.
+    /// Time allowed to receive a request's header section, from its first byte (empty lines
+    /// before the request line count): then 408 and close. A new connection's first request head
+    /// must be complete within this time of the connect, and a connection silent that long is
+    /// closed quietly. Default 10 s.
     public var headerReadTimeout: Duration = .seconds(10)
     /// Longest pause while receiving a body: then 408 and close. Default 30 s.
     public var bodyReadTimeout: Duration = .seconds(30)

@@ -51,6 +51,31 @@ final class ServerContext: Sendable {
     /// The current time of the configured clock, in nanoseconds.
     func now() -> Int64 { configuration.clock.nowNanoseconds() }
 
+    /// Reserves `bytes` of the body budget; false, with nothing reserved, when they do not fit.
+    func reserveBodyBytes(_ bytes: Int) -> Bool {
+        guard bytes > 0 else { return true }
+        let budget = configuration.maxBufferedBodyBytes
+        var current = counters.bufferedBodyBytes.load(ordering: .relaxed)
+        while true {
+            guard bytes <= budget - current else { return false }
+            let (exchanged, original) = counters.bufferedBodyBytes.compareExchange(
+                expected: current, desired: current + bytes, ordering: .relaxed)
+            if exchanged { return true }
+            current = original
+        }
+    }
+
+    /// Returns `bytes` to the body budget.
+    func releaseBodyBytes(_ bytes: Int) {
+        if bytes > 0 { counters.bufferedBodyBytes.subtract(bytes, ordering: .relaxed) }
+    }
+
+    /// The 503 the server answers when it is overloaded (`reason` for the logs).
+    func overloaded(_ reason: String) -> HTTPRequestError {
+        HTTPRequestError(
+            status: .serviceUnavailable, reason: reason, retryAfterSeconds: configuration.overloadRetryAfterSeconds)
+    }
+
     /// Accounts for a closed connection; wakes the acceptor if it was waiting at the limit.
     func connectionClosed() {
         let (previous, _) = counters.openConnections.subtract(1, ordering: .acquiringAndReleasing)
@@ -66,6 +91,8 @@ final class ServerCounters: Sendable {
     let openConnections = Atomic<Int>(0)
     /// Requests waiting for a worker thread.
     let queuedRequests = Atomic<Int>(0)
+    /// Bytes of the body budget reserved by connections (`maxBufferedBodyBytes`).
+    let bufferedBodyBytes = Atomic<Int>(0)
     /// The source of `ConnectionInfo.id`.
     let nextConnectionID = Atomic<UInt64>(1)
 }

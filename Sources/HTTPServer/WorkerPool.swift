@@ -49,18 +49,30 @@ final class WorkerPool: Sendable {
         }
     }
 
-    /// Queues a job; a free worker picks it up in arrival order. False once the pool has stopped
-    /// (the job was not taken; the caller still owns the connection).
-    func submit(_ job: Job) -> Bool {
-        let accepted = queue.withLock { queue -> Bool in
-            guard !queue.stopped else { return false }
+    /// What became of a submitted job.
+    enum Submission {
+        /// Queued: the pool owns the connection now.
+        case accepted
+        /// `maxQueuedRequests` jobs already wait; the caller still owns the connection.
+        case full
+        /// The pool has stopped; the caller still owns the connection.
+        case stopped
+    }
+
+    /// Queues a job; a free worker picks it up in arrival order. Refused when the pool has
+    /// stopped or the queue is full.
+    func submit(_ job: Job) -> Submission {
+        let limit = context.configuration.maxQueuedRequests
+        let outcome = queue.withLock { queue -> Submission in
+            guard !queue.stopped else { return .stopped }
+            guard queue.jobs.count - queue.head < limit else { return .full }
             queue.jobs.append(job)
-            return true
+            return .accepted
         }
-        guard accepted else { return false }
+        guard case .accepted = outcome else { return outcome }
         context.counters.queuedRequests.add(1, ordering: .relaxed)
         available.signal()
-        return true
+        return .accepted
     }
 
     /// Stops the workers once their current handler returns; queued jobs are dropped and their
@@ -108,6 +120,7 @@ final class WorkerPool: Sendable {
 
     /// Closes a connection whose loop is gone (or whose job was dropped at stop).
     private func closeOrphan(_ connection: Connection) {
+        connection.releaseBodyBudget(context: context)
         Glibc.close(connection.fd)
         context.connectionClosed()
     }

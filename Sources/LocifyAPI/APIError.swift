@@ -119,12 +119,15 @@ extension APIError {
     }
 
     /// The JSON rendering of an error the HTTP server detected itself, for the two that belong
-    /// to the API's table (413 E010, 503 S003 while draining); nil for malformed HTTP, which gets
-    /// a plain status (API.md section 3).
+    /// to the API's table (413 E010; 503 S003 when the server is overloaded: body budget or
+    /// worker queue full, with its `Retry-After`); nil for malformed HTTP, which gets a plain
+    /// status (API.md section 3).
     init?(_ error: HTTPRequestError) {
         switch error.status {
         case .contentTooLarge: self = .bodyTooLarge
-        case .serviceUnavailable: self = .unavailable("server is shutting down")
+        case .serviceUnavailable:
+            self = .unavailable("server is busy, retry later")
+            if let seconds = error.retryAfterSeconds { headers.set("Retry-After", String(seconds)) }
         default: return nil
         }
     }

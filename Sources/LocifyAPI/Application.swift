@@ -147,6 +147,7 @@ public func buildApplication(
 
     var http = HTTPServerConfiguration(host: configuration.host, port: configuration.port)
     http.maxConnections = configuration.maxConnections
+    http.maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
     http.workerThreads = configuration.databasePoolSize
     dependencies.configureHTTP(&http)
 

@@ -52,6 +52,9 @@ public struct Configuration: Sendable {
     public var shutdownDelaySeconds: Int = 0
     /// Open client connections; more wait in the accept backlog. Default 10,000.
     public var maxConnections: Int = 10_000
+    /// Server-wide budget for request bodies held in memory, bytes; a body that does not fit is
+    /// answered 503 S003 with `Retry-After`. Default 268,435,456 (256 MiB).
+    public var maxBufferedBodyBytes: Int = 268_435_456
     /// Allowance on `exp`/`iat`/`auth_time`, seconds (0-300). Default 60.
     public var tokenClockSkewSeconds: Int = 60
     /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical`. Default `info`.
@@ -109,6 +112,8 @@ extension Configuration {
         shutdownGraceSeconds = try env.int("LOCIFY_SHUTDOWN_GRACE_SECONDS", in: 0...3600) ?? shutdownGraceSeconds
         shutdownDelaySeconds = try env.int("LOCIFY_SHUTDOWN_DELAY_SECONDS", in: 0...300) ?? shutdownDelaySeconds
         maxConnections = try env.int("LOCIFY_MAX_CONNECTIONS", in: 1...1_000_000) ?? maxConnections
+        maxBufferedBodyBytes =
+            try env.int("LOCIFY_MAX_BUFFERED_BODY_BYTES", in: 2_097_152...(1 << 40)) ?? maxBufferedBodyBytes
         tokenClockSkewSeconds = try env.int("LOCIFY_TOKEN_CLOCK_SKEW_SECONDS", in: 0...300) ?? tokenClockSkewSeconds
         maxPushChanges = try env.int("LOCIFY_MAX_PUSH_CHANGES", in: 1...10_000) ?? maxPushChanges
         if let level = env.string("LOG_LEVEL") {

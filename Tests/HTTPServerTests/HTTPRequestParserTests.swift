@@ -519,6 +519,32 @@ struct HTTPRequestParserFlowTests {
         if case .request = parser.parse(Array("bc".utf8)) {} else { Issue.record("expected a request") }
         #expect(parser.phase == .idle)
     }
+
+    @Test("empty lines before a request line are part of the request head (its header timeout runs)")
+    func emptyLinesArePhaseHead() {
+        var parser = HTTPRequestParser()
+        #expect(parser.parse(Array("\r".utf8)) == .needMore)
+        #expect(parser.phase == .head)
+        #expect(parser.parse(Array("\n".utf8)) == .needMore)
+        #expect(parser.phase == .head)
+        if case .request = parser.parse(Array("GET / HTTP/1.1\r\nHost: h\r\n\r\n".utf8)) {} else {
+            Issue.record("expected a request")
+        }
+        #expect(parser.phase == .idle)
+    }
+
+    @Test("bodyContentLength is the Content-Length while a fixed body is received, nil for chunked bodies")
+    func bodyContentLength() {
+        var parser = HTTPRequestParser()
+        #expect(parser.bodyContentLength == nil)
+        #expect(parser.parse(Array("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\na".utf8)) == .needMore)
+        #expect(parser.bodyContentLength == 3)
+        if case .request = parser.parse(Array("bc".utf8)) {} else { Issue.record("expected a request") }
+        #expect(parser.bodyContentLength == nil)
+        #expect(parser.parse(Array("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)) == .needMore)
+        #expect(parser.phase == .body)
+        #expect(parser.bodyContentLength == nil)
+    }
 }
 
 extension HTTPRequestError {

@@ -21,10 +21,13 @@ public enum HTTPSocketInspector {
     }
 
     /// The inodes of TCP sockets (IPv4 and IPv6) bound to local `port`, from /proc/net/tcp*.
+    /// The tables are read three times and the results merged: a read is not atomic, and while
+    /// thousands of connections come and go (other tests) a pass can skip live entries. Only
+    /// sockets still open among this process's descriptors are counted by the caller.
     private static func socketInodes(localPort: Int) -> Set<String> {
         var inodes = Set<String>()
         let portSuffix = ":" + String(format: "%04X", localPort)
-        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        for table in ["/proc/net/tcp", "/proc/net/tcp6", "/proc/net/tcp", "/proc/net/tcp6", "/proc/net/tcp", "/proc/net/tcp6"] {
             guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
             for line in text.split(separator: "\n").dropFirst() {
                 let columns = line.split(separator: " ", omittingEmptySubsequences: true)

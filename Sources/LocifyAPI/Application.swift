@@ -50,24 +50,28 @@ public final class Application: Sendable {
         self.logger = logger
     }
 
+    /// Longest wait at start-up for Google's ID-token keys, seconds.
+    static let keyPrefetchWait: Double = 5
+
     /// The port the server listens on (after `start`).
     public var port: Int { server.localPort }
 
-    /// Starts listening and the background work; returns at once.
+    /// Warms the key cache (at most `keyPrefetchWait` s), then starts listening and the
+    /// background work.
     public func start() throws {
+        if let keyCache {
+            // Warm the key cache before listening, waiting at most `keyPrefetchWait` seconds: a
+            // slow or hanging key endpoint delays start-up by that much at most (the fetch goes
+            // on in the background; until it ends, requests needing a key get 503 S003).
+            do {
+                try keyCache.prefetch(timeout: Self.keyPrefetchWait)
+            } catch {
+                logger.warning("cannot fetch Google's public keys yet", metadata: ["error": "\(error)"])
+            }
+        }
         try server.start()
         cleanupWorker.start()
         purger.start()
-        if let keyCache {
-            // Warm the key cache without delaying start-up; failures are retried on demand.
-            Thread.detachNewThread { [logger] in
-                do {
-                    try keyCache.prefetch()
-                } catch {
-                    logger.warning("cannot fetch Google's public keys yet", metadata: ["error": "\(error)"])
-                }
-            }
-        }
         logger.info("locify-server listening", metadata: ["port": "\(port)"])
     }
 

@@ -137,14 +137,33 @@ private struct Environment {
         return value
     }
 
+    /// A Google endpoint: `https://` (tokens, keys and admin calls travel over it), or plain
+    /// `http://` only when the host is loopback (local fakes and emulators).
     func url(_ name: String) throws(ConfigurationError) -> String? {
         guard let text = string(name) else { return nil }
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            url.host != nil
+            let host = url.host, !host.isEmpty
         else {
-            throw ConfigurationError(variable: name, problem: "must be an http or https URL, got \"\(text)\"")
+            throw ConfigurationError(variable: name, problem: "must be an https URL, got \"\(text)\"")
+        }
+        guard scheme == "https" || Self.isLoopback(host: host) else {
+            throw ConfigurationError(
+                variable: name,
+                problem: "must be an https URL (plain http is allowed only for a loopback host such as 127.0.0.1), got \"\(text)\"")
         }
         return text
+    }
+
+    /// `localhost`, `127.0.0.0/8` or `::1` (with or without brackets).
+    static func isLoopback(host: String) -> Bool {
+        var name = host.lowercased()
+        if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+        if name == "localhost" || name == "::1" || name == "0:0:0:0:0:0:0:1" { return true }
+        let octets = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard octets.count == 4, octets[0] == "127" else { return false }
+        return octets.allSatisfy { octet in
+            !octet.isEmpty && octet.count <= 3 && octet.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } && (Int(octet) ?? 256) <= 255
+        }
     }
 
     /// `host:port` without a scheme, as the Firebase emulator variables are written.

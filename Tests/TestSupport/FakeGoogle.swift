@@ -66,6 +66,7 @@ public final class FakeGoogle: Sendable {
         var failures: [Endpoint: [InjectedFailure]] = [:]
         var droppedConnections = 0
         var adminCallDelay: Double = 0
+        var certificatesHang: Double = 0
         var requests: [RecordedRequest] = []
         var transportURLs: [String] = []
     }
@@ -200,6 +201,26 @@ public final class FakeGoogle: Sendable {
         set { state.withLock { $0.adminCallDelay = max(0, newValue) } }
     }
 
+    /// Seconds the key endpoint holds each request before answering (default 0): a hanging
+    /// Google. `releaseHangingRequests()` (or setting 0) lets the held requests go.
+    public var certificatesHang: Double {
+        get { state.withLock { $0.certificatesHang } }
+        set { state.withLock { $0.certificatesHang = max(0, newValue) } }
+    }
+
+    /// Lets every request held by `certificatesHang` answer now.
+    public func releaseHangingRequests() {
+        certificatesHang = 0
+    }
+
+    /// Holds a key-endpoint request while `certificatesHang` says so (checked every 20 ms).
+    private func holdWhileCertificatesHang() {
+        let start = Date()
+        while Date().timeIntervalSince(start) < certificatesHang {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+    }
+
     /// Makes the next `count` requests through `InProcessTransport` fail without an HTTP answer.
     public func dropNextConnections(_ count: Int = 1) {
         state.withLock { $0.droppedConnections += count }
@@ -251,7 +272,9 @@ public final class FakeGoogle: Sendable {
             return (injected.status, responseHeaders, Self.errorBody(code: injected.status, message: "injected failure"))
         }
         switch endpoint {
-        case .certificates: return certificatesResponse()
+        case .certificates:
+            holdWhileCertificatesHang()
+            return certificatesResponse()
         case .token: return tokenResponse(body: body)
         case .storageList: return storageList(request)
         case .storageDelete: return storageDelete(request)

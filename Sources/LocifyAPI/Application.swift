@@ -126,13 +126,14 @@ public func buildApplication(
     var settings = LocifySettings(storageBucket: configuration.storageBucket)
     settings.tombstoneRetentionSeconds = Int64(configuration.tombstoneRetentionSeconds)
     settings.maxPushChanges = configuration.maxPushChanges
-    let services = LocifyServices(pool: pool, settings: settings, now: dependencies.now)
+    let cleanupSkips = CleanupSkips(logger: logger)
+    let services = LocifyServices(pool: pool, settings: settings, now: dependencies.now, cleanupSkips: cleanupSkips)
 
     // The clean-up worker holds a connection while Google answers; the purge needs another.
     let workerPool = ConnectionPool(configuration: databaseConfiguration, size: 2, logger: logger)
     let executor = try cleanupExecutor(configuration: configuration, transport: dependencies.googleTransport, logger: logger)
     let cleanupWorker = CleanupWorker(
-        pool: workerPool, executor: executor, settings: dependencies.cleanupSettings, logger: logger)
+        pool: workerPool, executor: executor, settings: dependencies.cleanupSettings, logger: logger, skips: cleanupSkips)
     let purger = TombstonePurger(
         pool: workerPool, retentionSeconds: Int64(configuration.tombstoneRetentionSeconds),
         interval: .seconds(configuration.tombstonePurgeIntervalSeconds), logger: logger)
@@ -164,7 +165,8 @@ public func buildApplication(
                 Metrics.Gauges(
                     openConnections: serverBox.server?.openConnections ?? 0, poolInUse: poolStatistics.inUse,
                     poolIdle: poolStatistics.idle, poolWaiting: poolStatistics.waiting, cleanupPending: jobs.pending,
-                    cleanupFailed: jobs.failed))
+                    cleanupFailed: jobs.failed, cleanupFailedPermanent: jobs.failedPermanent,
+                    cleanupSkipped: cleanupSkips.snapshot))
         },
         openAPIDocument: FileManager.default.contents(atPath: dependencies.openAPIPath).map { Array($0) }
     ).register(in: &router)

@@ -67,6 +67,7 @@ public final class FakeGoogle: Sendable {
         var droppedConnections = 0
         var adminCallDelay: Double = 0
         var certificatesHang: Double = 0
+        var refusedDeletions: [String: Int] = [:]
         var requests: [RecordedRequest] = []
         var transportURLs: [String] = []
     }
@@ -219,6 +220,12 @@ public final class FakeGoogle: Sendable {
         while Date().timeIntervalSince(start) < certificatesHang {
             Thread.sleep(forTimeInterval: 0.02)
         }
+    }
+
+    /// Makes every deletion of object `name` (any bucket) fail with `status`, for good (an
+    /// object Google refuses, e.g. 400 for a name it cannot hold).
+    public func refuseDeletion(of name: String, status: Int = 400) {
+        state.withLock { $0.refusedDeletions[name] = status }
     }
 
     /// Makes the next `count` requests through `InProcessTransport` fail without an HTTP answer.
@@ -408,6 +415,9 @@ public final class FakeGoogle: Sendable {
         // The object name must arrive as ONE segment: a raw "/" would address another resource.
         guard !encodedName.contains("/"), let name = PercentEncoding.decode(encodedName) else {
             return (404, [("Content-Type", "application/json")], Self.errorBody(code: 404, message: "Not Found"))
+        }
+        if let status = state.withLock({ $0.refusedDeletions[name] }) {
+            return (status, [("Content-Type", "application/json")], Self.errorBody(code: status, message: "Invalid object name"))
         }
         let removed: Bool = state.withLock { state in
             guard state.objects[bucket]?.remove(name) != nil else { return false }

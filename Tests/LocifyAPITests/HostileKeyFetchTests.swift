@@ -63,8 +63,10 @@ struct HostileKeyFetchTests {
         }
         #expect(server.fake.requestCount(.certificates) == 1)
         let slowest = healthDurations.max() ?? 0
-        // The requirement is 100 ms; the bound here leaves room for a noisy shared machine.
-        #expect(slowest < 0.5, "slowest /health or /health/ready: \(slowest) s")
+        // The requirement is 100 ms (RELIABILITY.md has the figures); the bound here leaves room
+        // for a loaded shared machine and sanitizer builds, and is still far below the 10 s a
+        // queued fetch used to cost.
+        #expect(slowest < 1, "slowest /health or /health/ready: \(slowest) s")
         print("hanging key endpoint: slowest of 50 forged requests \(all.map(\.seconds).max() ?? 0) s; slowest of \(healthDurations.count) health probes \(slowest) s")
     }
 }

@@ -81,6 +81,16 @@ struct ServiceAccountTokenProviderTests {
             try ServiceAccountTokenProvider(account: account, transport: InProcessTransport(fake: FakeGoogle()), logger: LogCapture().logger())
         }
     }
+
+    @Test("a huge expires_in from the token endpoint is capped at a day, without a trap (debug logging on)")
+    func hugeLifetimeCapped() throws {
+        let bed = FirebaseTestBed()
+        bed.fake.tokenLifetime = Int.max
+        let tokens = try provider(bed)
+        #expect(try tokens.accessToken() == "fake-access-token-1")
+        bed.clock.advance(by: 86_400 - 240 + 1)
+        #expect(try tokens.accessToken() == "fake-access-token-2")
+    }
 }
 
 @Suite("ServiceAccount")

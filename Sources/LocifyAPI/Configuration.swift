@@ -1,3 +1,4 @@
+import FirebaseAdmin
 import Foundation
 
 /// Everything the server reads from its environment (API.md section 10), validated at start.
@@ -146,24 +147,12 @@ private struct Environment {
         else {
             throw ConfigurationError(variable: name, problem: "must be an https URL, got \"\(text)\"")
         }
-        guard scheme == "https" || Self.isLoopback(host: host) else {
+        guard scheme == "https" || GoogleEndpoint.isLoopback(host: host) else {
             throw ConfigurationError(
                 variable: name,
                 problem: "must be an https URL (plain http is allowed only for a loopback host such as 127.0.0.1), got \"\(text)\"")
         }
         return text
-    }
-
-    /// `localhost`, `127.0.0.0/8` or `::1` (with or without brackets).
-    static func isLoopback(host: String) -> Bool {
-        var name = host.lowercased()
-        if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
-        if name == "localhost" || name == "::1" || name == "0:0:0:0:0:0:0:1" { return true }
-        let octets = name.split(separator: ".", omittingEmptySubsequences: false)
-        guard octets.count == 4, octets[0] == "127" else { return false }
-        return octets.allSatisfy { octet in
-            !octet.isEmpty && octet.count <= 3 && octet.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } && (Int(octet) ?? 256) <= 255
-        }
     }
 
     /// `host:port` without a scheme, as the Firebase emulator variables are written.

@@ -123,4 +123,22 @@ struct ServiceAccountTests {
         object["token_uri"] = nil
         #expect(try ServiceAccount(json: JSONWriter.encode(.object(object))).tokenURI == ServiceAccount.defaultTokenURI)
     }
+
+    @Test("token_uri must be https, or plain http to a loopback host: the signed assertion travels there")
+    func tokenURIMustBeHTTPS() throws {
+        var object = try #require(try JSONParser.parse(TestServiceAccount.json()).objectValue)
+        for refused in ["http://oauth2.googleapis.com/token", "http://127.0.0.1.evil.example/token", "ftp://127.0.0.1/token", "token"] {
+            object["token_uri"] = .string(refused)
+            do {
+                _ = try ServiceAccount(json: JSONWriter.encode(.object(object)))
+                Issue.record("accepted token_uri \(refused)")
+            } catch {
+                #expect(error.description.contains("token_uri must be an https URL"))
+            }
+        }
+        for accepted in ["https://oauth2.googleapis.com/token", "http://127.0.0.1:9099/token", "http://localhost/token"] {
+            object["token_uri"] = .string(accepted)
+            #expect(try ServiceAccount(json: JSONWriter.encode(.object(object))).tokenURI == accepted)
+        }
+    }
 }

@@ -212,13 +212,14 @@ public final class CleanupWorker: Sendable {
     }
 
     /// Exponential backoff with jitter: base x 2^(attempts-1), capped, scaled by a random factor
-    /// in [0.5, 1]; never shorter than Google's `Retry-After`; the cap for errors Google says
+    /// in [0.5, 1]; never shorter than Google's `Retry-After` up to the cap (a huge one must not
+    /// park a job, and the account deletion behind it, for years); the cap for errors Google says
     /// retrying will not fix (they may still be fixed by an operator).
     func backoff(afterAttempts attempts: Int, error: any Error) -> Double {
         let google = error as? GoogleAPIError
         if let google, !google.retryable { return settings.maxBackoff }
         let exponential = settings.baseBackoff * pow(2, Double(min(attempts - 1, 30)))
         let delay = min(settings.maxBackoff, exponential) * Double.random(in: 0.5...1)
-        return max(delay, google?.retryAfter ?? 0)
+        return max(delay, min(google?.retryAfter ?? 0, settings.maxBackoff))
     }
 }

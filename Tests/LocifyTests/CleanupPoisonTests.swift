@@ -175,6 +175,18 @@ struct CleanupPoisonTests {
         #expect(left.count == 1 && left.first?.state == "failed_permanent" && left.first?.attempts == 3)
     }
 
+    @Test("a huge Retry-After from Google (999,999,999 s) waits at most the backoff cap, not 31 years")
+    func hugeRetryAfterCapped() throws {
+        let db = try LocifyTestDatabase.create()
+        defer { db.drop() }
+        let (worker, pool) = Self.worker(db, CleanupScriptedExecutor(), baseBackoff: 2, maxBackoff: 3600)
+        defer { pool.close() }
+        let throttled = GoogleAPIError(status: 429, message: "rate", retryable: true, retryAfter: 999_999_999)
+        #expect(worker.backoff(afterAttempts: 1, error: throttled) == 3600)
+        let modest = GoogleAPIError(status: 429, message: "rate", retryable: true, retryAfter: 120)
+        #expect(worker.backoff(afterAttempts: 1, error: modest) >= 120)
+    }
+
     @Test("an error message holding a NUL (Google echoing a hostile name) is stored escaped; the job is not stuck")
     func errorWithNul() throws {
         let db = try LocifyTestDatabase.create()

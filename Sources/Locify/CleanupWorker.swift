@@ -23,7 +23,7 @@ public final class CleanupWorker: Sendable {
         public var baseBackoff: Double = 2
         /// Longest delay between attempts, seconds; also used after a non-retryable error. Default 3600.
         public var maxBackoff: Double = 3600
-        /// Attempts after which a job still failing ends as `failed_permanent` (about two days
+        /// Attempts after which a job still failing ends as `failed_permanent` (about 30 hours
         /// at the default backoff). Default 50.
         public var maxAttempts: Int = 50
 

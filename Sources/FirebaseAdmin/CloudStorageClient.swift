@@ -72,8 +72,10 @@ public struct CloudStorageClient: Sendable {
     }
 
     /// Lists every object under `prefix` and deletes each, at most `maxConcurrentDeletes` at once.
-    /// Returns how many objects were removed (already-gone ones included). On failure the first
-    /// error is thrown after in-flight deletes finish; the rest are left for the next attempt.
+    /// Returns how many objects were removed (already-gone ones included). An object Google
+    /// refuses for good (`isPermanent`) does not stop the others; a retryable failure does (the
+    /// rest are left for the next attempt). The first error, retryable ones first, is thrown
+    /// after in-flight deletes finish.
     public func deleteFolder(bucket: String, prefix: String) throws(GoogleAPIError) -> Int {
         let names = try listObjects(bucket: bucket, prefix: prefix)
         guard !names.isEmpty else { return 0 }
@@ -126,6 +128,7 @@ private final class FolderDeletion: Sendable {
         var next = 0
         var deleted = 0
         var firstError: GoogleAPIError?
+        var firstPermanentError: GoogleAPIError?
     }
 
     private let names: [String]
@@ -148,15 +151,21 @@ private final class FolderDeletion: Sendable {
         state.withLock { $0.deleted += 1 }
     }
 
+    /// Records a failure: a permanent one lets the run go on, any other stops it.
     func recordFailure(_ error: GoogleAPIError) {
         state.withLock { state in
-            if state.firstError == nil { state.firstError = error }
+            if error.isPermanent {
+                if state.firstPermanentError == nil { state.firstPermanentError = error }
+            } else if state.firstError == nil {
+                state.firstError = error
+            }
         }
     }
 
     func outcome() throws(GoogleAPIError) -> Int {
-        let (deleted, error) = state.withLock { ($0.deleted, $0.firstError) }
+        let (deleted, error, permanent) = state.withLock { ($0.deleted, $0.firstError, $0.firstPermanentError) }
         if let error { throw error }
+        if let permanent { throw permanent }
         return deleted
     }
 }

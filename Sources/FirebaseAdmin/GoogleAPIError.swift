@@ -22,6 +22,14 @@ public struct GoogleAPIError: Error, Sendable, Equatable, CustomStringConvertibl
         return "\(code): \(message)" + (retryable ? " (retryable)" : "")
     }
 
+    /// Whether Google said that this very request can never succeed: a 4xx other than 401 and
+    /// 403 (credentials and permissions an operator may fix), 408 and 429 (retryable). Errors
+    /// marked retryable (access-token failures) never are.
+    public var isPermanent: Bool {
+        guard !retryable, let status, (400...499).contains(status) else { return false }
+        return ![401, 403, 408, 429].contains(status)
+    }
+
     /// Statuses worth retrying.
     public static func isRetryable(status: Int) -> Bool {
         [408, 429, 500, 502, 503, 504].contains(status)

@@ -5,10 +5,15 @@ import Synchronization
 
 /// Google's ID-token public keys by `kid`, cached as FIREBASE.md §2 prescribes.
 ///
-/// Honours the response's max-age (5 minutes when absent), refreshes in the background shortly
-/// before expiry without stalling requests while keys are present, refetches on an unknown kid at
-/// most once per interval, keeps serving the last good keys when a refresh fails, and reports
-/// `keysUnavailable` only when nothing is cached and a fetch fails.
+/// Honours the response's max-age (5 minutes when absent, at most a day), refreshes in the
+/// background shortly before expiry without stalling requests while keys are present, refetches
+/// on an unknown kid at most once per interval, keeps serving the last good keys when a refresh
+/// fails, and reports `keysUnavailable` only when nothing is cached.
+///
+/// Fetches never queue up: at most one is in flight, on a thread of the cache's own, and after a
+/// failure none starts for `retryAfterFailure` seconds. The caller whose lookup started a fetch
+/// waits for it at most `fetchWait`; every other caller answers at once (a slow or hanging key
+/// endpoint costs a request a bounded wait, never a worker for the endpoint's timeout).
 public final class PublicKeyCache: Sendable {
     /// Tuning of the cache; all durations in seconds.
     public struct Configuration: Sendable {
@@ -20,15 +25,36 @@ public final class PublicKeyCache: Sendable {
         public var refreshAhead: Double
         /// Pause after a failed fetch before the next attempt. Default 10 s.
         public var retryAfterFailure: Double
+        /// How long the lookup that starts a fetch waits for it; others never wait. Default 0.5 s.
+        public var fetchWait: Double
+        /// Longest lifetime granted to a key set, whatever max-age the endpoint sends. Default 86,400 s.
+        public var maximumMaxAge: Double
 
         public init(
             defaultMaxAge: Double = 300, unknownKeyRefetchInterval: Double = 60, refreshAhead: Double = 60,
-            retryAfterFailure: Double = 10
+            retryAfterFailure: Double = 10, fetchWait: Double = 0.5, maximumMaxAge: Double = 86_400
         ) {
             self.defaultMaxAge = defaultMaxAge
             self.unknownKeyRefetchInterval = unknownKeyRefetchInterval
             self.refreshAhead = refreshAhead
             self.retryAfterFailure = retryAfterFailure
+            self.fetchWait = fetchWait
+            self.maximumMaxAge = maximumMaxAge
+        }
+    }
+
+    /// One fetch: waiters block on `done` (entered at creation, left when the fetch ends).
+    private final class Fetch: Sendable {
+        let done = DispatchGroup()
+        /// Why the fetch failed; nil while running or after success.
+        let failure = Mutex<String?>(nil)
+
+        init() { done.enter() }
+
+        /// Waits up to `seconds`; true when the fetch has ended.
+        func wait(seconds: Double) -> Bool {
+            guard seconds > 0 else { return false }
+            return done.wait(timeout: .now() + .nanoseconds(Int(min(seconds, 3600) * 1e9))) == .success
         }
     }
 
@@ -36,7 +62,7 @@ public final class PublicKeyCache: Sendable {
         var keys: [String: RSAPublicKey] = [:]
         var fetchedAt: Double = 0
         var expiresAt: Double = 0
-        var refreshInFlight = false
+        var inFlight: Fetch?
         var lastUnknownKeyFetch: Double?
         var noAttemptBefore: Double = -Double.infinity
         var fetches = 0
@@ -44,10 +70,10 @@ public final class PublicKeyCache: Sendable {
 
     private enum Decision {
         case found(RSAPublicKey)
-        case fetchNow
-        case refetchForUnknownKey
+        case waitFor(Fetch)
+        case refetchForUnknownKey(Fetch)
         case unknown
-        case unavailable
+        case unavailable(String)
     }
 
     private let source: any CertificateSource
@@ -55,10 +81,9 @@ public final class PublicKeyCache: Sendable {
     private let now: @Sendable () -> Double
     private let logger: Logger
     private let state = Mutex(State())
-    /// Serialises blocking fetches so concurrent callers share one request.
-    private let fetchLock = Mutex(())
-    private let refreshQueue = DispatchQueue(label: "locify.firebase.public-key-refresh")
-    private let refreshGroup = DispatchGroup()
+    /// Runs the fetches, one at a time, off the request workers.
+    private let fetchQueue = DispatchQueue(label: "locify.firebase.public-key-fetch")
+    private let fetchGroup = DispatchGroup()
 
     /// A cache reading from `source`; `now` is the clock in unix seconds.
     public init(
@@ -77,107 +102,106 @@ public final class PublicKeyCache: Sendable {
     /// The key ids currently cached.
     public var keyIDs: [String] { state.withLock { Array($0.keys.keys) } }
 
-    /// Fetches the keys now (e.g. at start-up); throws `keysUnavailable` when that fails.
-    public func prefetch() throws(IDTokenError) {
-        try fetchLock.withLock { _ throws(IDTokenError) in
-            do {
-                try fetchAndStore()
-            } catch {
-                recordFailure()
-                throw IDTokenError.keysUnavailable("cannot fetch Google's public keys: \(error)")
-            }
+    /// Fetches the keys now (e.g. at start-up), or joins the fetch in flight, and waits for it
+    /// at most `timeout` seconds; throws `keysUnavailable` when it failed or is still running.
+    public func prefetch(timeout: Double = 3600) throws(IDTokenError) {
+        let fetch = state.withLock { state in state.inFlight ?? startFetch(&state) }
+        guard fetch.wait(seconds: timeout) else {
+            throw IDTokenError.keysUnavailable("Google's public keys are still being fetched")
+        }
+        if let failure = fetch.failure.withLock({ $0 }) {
+            throw IDTokenError.keysUnavailable("cannot fetch Google's public keys: \(failure)")
         }
     }
 
     /// The key named `kid`, or nil when Google has no such key. Throws `keysUnavailable` only
-    /// when no keys are cached and they cannot be fetched.
+    /// when no keys are cached and none arrived within the wait.
     public func publicKey(forKeyID kid: String) throws(IDTokenError) -> RSAPublicKey? {
         let time = now()
-        var startRefresh = false
         let decision: Decision = state.withLock { state in
             if state.keys.isEmpty {
-                return time >= state.noAttemptBefore ? .fetchNow : .unavailable
+                if state.inFlight != nil {
+                    return .unavailable("a fetch of Google's public keys is in progress")
+                }
+                guard time >= state.noAttemptBefore else {
+                    return .unavailable("Google's public keys are unavailable (a recent fetch failed)")
+                }
+                return .waitFor(startFetch(&state))
             }
             let lifetime = max(0, state.expiresAt - state.fetchedAt)
             let refreshFrom = state.expiresAt - min(configuration.refreshAhead, lifetime / 2)
-            if time >= refreshFrom, !state.refreshInFlight, time >= state.noAttemptBefore {
-                state.refreshInFlight = true
-                startRefresh = true
+            let mayFetch = state.inFlight == nil && time >= state.noAttemptBefore
+            if let key = state.keys[kid] {
+                if time >= refreshFrom, mayFetch { _ = startFetch(&state) }
+                return .found(key)
             }
-            if let key = state.keys[kid] { return .found(key) }
             if let last = state.lastUnknownKeyFetch, time - last < configuration.unknownKeyRefetchInterval {
                 return .unknown
             }
+            guard mayFetch else { return .unknown }
             state.lastUnknownKeyFetch = time
-            return .refetchForUnknownKey
+            return .refetchForUnknownKey(startFetch(&state))
         }
-        if startRefresh { scheduleBackgroundRefresh() }
 
         switch decision {
         case .found(let key):
             return key
         case .unknown:
             return nil
-        case .unavailable:
-            throw IDTokenError.keysUnavailable("Google's public keys are unavailable (recent fetch failed)")
-        case .fetchNow:
-            return try fetchLock.withLock { _ throws(IDTokenError) -> RSAPublicKey? in
-                // Another caller may have fetched while this one waited for the lock.
-                if let cached = state.withLock({ $0.keys.isEmpty ? nil : $0.keys }) { return cached[kid] }
-                do {
-                    try fetchAndStore()
-                } catch {
-                    recordFailure()
-                    logger.error("cannot fetch Google's public keys", metadata: ["error": "\(error)"])
-                    throw IDTokenError.keysUnavailable("cannot fetch Google's public keys: \(error)")
-                }
-                return state.withLock { $0.keys[kid] }
+        case .unavailable(let reason):
+            throw IDTokenError.keysUnavailable(reason)
+        case .waitFor(let fetch):
+            let ended = fetch.wait(seconds: configuration.fetchWait)
+            if let key = state.withLock({ $0.keys.isEmpty ? nil : Optional($0.keys[kid]) }) { return key }
+            if ended, let failure = fetch.failure.withLock({ $0 }) {
+                throw IDTokenError.keysUnavailable("cannot fetch Google's public keys: \(failure)")
             }
-        case .refetchForUnknownKey:
-            fetchLock.withLock { _ in
-                do {
-                    try fetchAndStore()
-                    logger.info("refetched Google's public keys for an unknown kid")
-                } catch {
-                    recordFailure()
-                    logger.warning(
-                        "refetch for an unknown kid failed; keeping the last good keys", metadata: ["error": "\(error)"])
-                }
-            }
+            throw IDTokenError.keysUnavailable("Google's public keys are still being fetched")
+        case .refetchForUnknownKey(let fetch):
+            _ = fetch.wait(seconds: configuration.fetchWait)
             return state.withLock { $0.keys[kid] }
         }
     }
 
-    /// Blocks until any background refresh started so far has finished (tests, shutdown).
+    /// Blocks until every fetch started so far has finished (tests, shutdown).
     public func waitForBackgroundRefresh() {
-        refreshGroup.wait()
+        fetchGroup.wait()
     }
 
-    private func scheduleBackgroundRefresh() {
-        refreshQueue.async(group: refreshGroup) { [self] in
-            fetchLock.withLock { _ in
-                do {
-                    try fetchAndStore()
-                    logger.debug("refreshed Google's public keys in the background")
-                } catch {
-                    recordFailure()
+    /// Marks a fetch in flight and runs it on the fetch queue. Call inside `state.withLock`
+    /// with no fetch in flight.
+    private func startFetch(_ state: inout State) -> Fetch {
+        let fetch = Fetch()
+        state.inFlight = fetch
+        state.fetches += 1
+        let hadKeys = !state.keys.isEmpty
+        fetchQueue.async(group: fetchGroup) { [self] in
+            var failure: String?
+            do {
+                try fetchAndStore()
+                logger.debug("fetched Google's public keys")
+            } catch {
+                failure = "\(error)"
+                if hadKeys {
                     logger.warning(
-                        "background refresh of Google's public keys failed; keeping the last good keys",
-                        metadata: ["error": "\(error)"])
+                        "refresh of Google's public keys failed; keeping the last good keys", metadata: ["error": "\(error)"])
+                } else {
+                    logger.error("cannot fetch Google's public keys", metadata: ["error": "\(error)"])
                 }
             }
-            state.withLock { $0.refreshInFlight = false }
+            let time = now()
+            fetch.failure.withLock { $0 = failure }
+            self.state.withLock { state in
+                if failure != nil { state.noAttemptBefore = time + configuration.retryAfterFailure }
+                state.inFlight = nil
+            }
+            fetch.done.leave()
         }
+        return fetch
     }
 
-    private func recordFailure() {
-        let time = now()
-        state.withLock { $0.noAttemptBefore = time + configuration.retryAfterFailure }
-    }
-
-    /// Fetches, parses every certificate and replaces the cached set. Call with `fetchLock` held.
+    /// Fetches, parses every certificate and replaces the cached set. Runs on the fetch queue.
     private func fetchAndStore() throws {
-        state.withLock { $0.fetches += 1 }
         let set = try source.fetchCertificates()
         var keys: [String: RSAPublicKey] = [:]
         for (kid, pem) in set.certificates {
@@ -188,7 +212,9 @@ public final class PublicKeyCache: Sendable {
             }
         }
         guard !keys.isEmpty else { throw TransportError("the certificate endpoint returned no usable RSA key") }
-        let lifetime = max(0, set.maxAge ?? configuration.defaultMaxAge)
+        var lifetime = set.maxAge ?? configuration.defaultMaxAge
+        if !lifetime.isFinite || lifetime < 0 { lifetime = configuration.defaultMaxAge }
+        lifetime = min(lifetime, configuration.maximumMaxAge)
         let time = now()
         state.withLock { state in
             state.keys = keys

@@ -52,10 +52,15 @@ public struct ServiceAccount: Sendable, Equatable {
         guard type == "service_account" else {
             throw ServiceAccountError("credentials file type is \(type), expected service_account")
         }
+        let tokenURI = object["token_uri"]?.stringValue ?? Self.defaultTokenURI
+        // The signed assertion sent there is worth an hour of admin access.
+        guard GoogleEndpoint.isAcceptable(tokenURI) else {
+            throw ServiceAccountError(
+                "credentials file token_uri must be an https URL (plain http only to a loopback host), got \"\(tokenURI)\"")
+        }
         self.init(
             type: type, projectId: try field("project_id"), privateKey: try field("private_key"),
-            privateKeyId: try field("private_key_id"), clientEmail: try field("client_email"),
-            tokenURI: object["token_uri"]?.stringValue ?? Self.defaultTokenURI)
+            privateKeyId: try field("private_key_id"), clientEmail: try field("client_email"), tokenURI: tokenURI)
     }
 
     /// Reads and parses the key file at `path`.

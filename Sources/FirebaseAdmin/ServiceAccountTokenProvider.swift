@@ -11,6 +11,8 @@ public final class ServiceAccountTokenProvider: AccessTokenSource {
     public static let scope = "https://www.googleapis.com/auth/cloud-platform"
     /// Seconds before expiry at which a cached token is renewed (240 s).
     public static let renewalMargin: Double = 240
+    /// Longest lifetime taken from the token endpoint's `expires_in` (a day; Google gives an hour).
+    public static let maximumLifetime: Double = 86_400
 
     private struct CachedToken {
         var token: String
@@ -122,7 +124,9 @@ public final class ServiceAccountTokenProvider: AccessTokenSource {
         else {
             throw GoogleAPIError(status: 200, message: "token endpoint answered without access_token", retryable: true)
         }
+        // Google's answer is bounded before use: a huge `expires_in` would keep a token for ever
+        // (and trap where it is turned into an Int).
         let lifetime = object["expires_in"]?.numberValue ?? 3600
-        return (token, max(0, lifetime))
+        return (token, min(max(0, lifetime), Self.maximumLifetime))
     }
 }

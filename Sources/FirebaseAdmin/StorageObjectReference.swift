@@ -67,6 +67,32 @@ public struct StorageObjectReference: Sendable, Equatable {
 }
 
 extension StorageObjectReference {
+    /// Why a text cannot be a Cloud Storage object name. The raw values are the `reason` label
+    /// of `cleanup_jobs_skipped_total`.
+    public enum ObjectNameProblem: String, Sendable, CaseIterable {
+        /// Empty.
+        case empty
+        /// Longer than 1,024 bytes of UTF-8 (Google answers 400 for it).
+        case tooLong = "name_too_long"
+        /// Holds a control character (U+0000-U+001F, U+007F-U+009F): NUL cannot even be stored
+        /// in PostgreSQL text, and Google refuses CR and LF.
+        case controlCharacter = "control_character"
+    }
+
+    /// Longest object name Cloud Storage accepts, in bytes of UTF-8.
+    public static let maximumObjectNameBytes = 1024
+
+    /// Why `name` cannot name a Cloud Storage object, or nil when it can.
+    public static func objectNameProblem(_ name: String) -> ObjectNameProblem? {
+        let utf8 = name.utf8
+        if utf8.isEmpty { return .empty }
+        if utf8.count > maximumObjectNameBytes { return .tooLong }
+        if name.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
+            return .controlCharacter
+        }
+        return nil
+    }
+
     /// Whether the server may delete this object for user `uid` ("our rule" of FIREBASE.md §6):
     /// the bucket is the configured one, the path starts with `locations/<uid>/` or
     /// `categories/<uid>/`, and no segment is empty, `.` or `..`. Compared byte for byte.

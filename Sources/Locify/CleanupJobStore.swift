@@ -19,13 +19,21 @@ enum CleanupJobStore {
 struct StorageScope: Sendable {
     /// The bucket the server may delete from.
     let bucket: String
+    /// Where objects whose name cannot exist are counted (and logged) instead of queued.
+    let skips: CleanupSkips
 
-    /// The object paths, among `urls`, that are safe to delete for `userID`.
+    /// The object paths, among `urls`, that are safe to delete for `userID`. A URL stored before
+    /// the write-time rule whose object name cannot exist (a control character, over 1,024
+    /// bytes) is skipped and counted: queuing it would fail the deletion (NUL) or a job forever.
     func ownedObjects(_ urls: [String], userID: String) -> [String] {
         urls.compactMap { url in
             guard let reference = StorageObjectReference.parse(url),
                 reference.isInsideUserFolders(bucket: bucket, uid: userID)
             else { return nil }
+            if let problem = StorageObjectReference.objectNameProblem(reference.path) {
+                skips.record(problem, userID: userID, objectName: reference.path, stage: "enqueue")
+                return nil
+            }
             return reference.path
         }
     }

@@ -4,13 +4,16 @@ import Logging
 import Postgres
 import Synchronization
 
-/// Runs the durable clean-up jobs (API.md section 8) until each succeeds.
+/// Runs the durable clean-up jobs (API.md section 8) until each succeeds or fails for good.
 ///
 /// A job is claimed with `FOR UPDATE SKIP LOCKED` inside a transaction that stays open while it
 /// runs, so several server instances never run one job at once, and a job whose server died is
 /// unlocked by PostgreSQL and picked up again at once. Failures are retried with exponential
-/// backoff and jitter (longer when Google sends `Retry-After`). The Auth account of a deleted user
-/// is removed only after all of that user's Storage jobs are done.
+/// backoff and jitter (longer when Google sends `Retry-After`). A job Google refuses for good (a
+/// permanent 4xx), or whose retries run out, ends as `failed_permanent`: kept for an operator,
+/// never retried, and no longer holding anything back. A Storage job whose object name cannot
+/// exist (stored before the write-time rule) is skipped and counted. The Auth account of a
+/// deleted user is removed only after all of that user's Storage jobs are done or failed for good.
 public final class CleanupWorker: Sendable {
     /// Timing of the worker.
     public struct Settings: Sendable {
@@ -20,6 +23,9 @@ public final class CleanupWorker: Sendable {
         public var baseBackoff: Double = 2
         /// Longest delay between attempts, seconds; also used after a non-retryable error. Default 3600.
         public var maxBackoff: Double = 3600
+        /// Attempts after which a job still failing ends as `failed_permanent` (about 30 hours
+        /// at the default backoff). Default 50.
+        public var maxAttempts: Int = 50
 
         public init() {}
     }
@@ -30,12 +36,15 @@ public final class CleanupWorker: Sendable {
         public var pending: Int64
         /// Jobs whose last attempt failed (they will be retried).
         public var failed: Int64
+        /// Jobs that failed for good (permanent 4xx or retries exhausted); never retried.
+        public var failedPermanent: Int64 = 0
     }
 
     private let pool: ConnectionPool
     private let executor: (any CleanupExecutor)?
     private let settings: Settings
     private let logger: Logger
+    private let skips: CleanupSkips
     private let cachedStatistics = Mutex(QueueStatistics(pending: 0, failed: 0))
     private let task = Mutex<PeriodicTask?>(nil)
     /// Set by `stop`: `runDueJobs` claims no further job, so stopping waits for one job at most.
@@ -45,11 +54,16 @@ public final class CleanupWorker: Sendable {
     ///   - pool: a pool of its own (one connection is enough), since a job holds its
     ///     connection while Google answers.
     ///   - executor: nil when no credentials are configured: jobs then stay queued.
-    public init(pool: ConnectionPool, executor: (any CleanupExecutor)?, settings: Settings = Settings(), logger: Logger) {
+    ///   - skips: where skipped objects are counted (shared with the services for `/metrics`).
+    public init(
+        pool: ConnectionPool, executor: (any CleanupExecutor)?, settings: Settings = Settings(), logger: Logger,
+        skips: CleanupSkips? = nil
+    ) {
         self.pool = pool
         self.executor = executor
         self.settings = settings
         self.logger = logger
+        self.skips = skips ?? CleanupSkips(logger: logger)
     }
 
     /// The queue depth as of the last poll.
@@ -97,11 +111,14 @@ public final class CleanupWorker: Sendable {
             let statistics = try pool.withConnection { connection in
                 let row = try connection.query(
                     """
-                    SELECT count(*) FILTER (WHERE last_error IS NULL), count(*) FILTER (WHERE last_error IS NOT NULL)
+                    SELECT count(*) FILTER (WHERE state = 'pending' AND last_error IS NULL),
+                           count(*) FILTER (WHERE state = 'pending' AND last_error IS NOT NULL),
+                           count(*) FILTER (WHERE state = 'failed_permanent')
                     FROM cleanup_jobs
                     """
                 ).first
-                return QueueStatistics(pending: try row?.decode(0) ?? 0, failed: try row?.decode(1) ?? 0)
+                return QueueStatistics(
+                    pending: try row?.decode(0) ?? 0, failed: try row?.decode(1) ?? 0, failedPermanent: try row?.decode(2) ?? 0)
             }
             cachedStatistics.withLock { $0 = statistics }
         } catch {
@@ -116,10 +133,11 @@ public final class CleanupWorker: Sendable {
             guard
                 let row = try connection.query(
                     """
-                    SELECT j.id, j.kind, j.target, j.attempts FROM cleanup_jobs j
-                    WHERE j.run_after <= now()
+                    SELECT j.id, j.kind, j.target, j.attempts, j.user_id FROM cleanup_jobs j
+                    WHERE j.state = 'pending' AND j.run_after <= now()
                       AND (j.kind <> 'auth_account' OR NOT EXISTS (
-                             SELECT 1 FROM cleanup_jobs s WHERE s.user_id = j.user_id AND s.kind <> 'auth_account'))
+                             SELECT 1 FROM cleanup_jobs s
+                             WHERE s.user_id = j.user_id AND s.kind <> 'auth_account' AND s.state = 'pending'))
                     ORDER BY j.run_after, j.id
                     LIMIT 1
                     FOR UPDATE SKIP LOCKED
@@ -130,25 +148,58 @@ public final class CleanupWorker: Sendable {
             let kind: String = try row.decode(1)
             let target: String = try row.decode(2)
             let attempts: Int32 = try row.decode(3)
+            let userID: String = try row.decode(4)
             let metadata: Logger.Metadata = ["job": "\(id)", "kind": "\(kind)", "attempt": "\(attempts + 1)"]
+            if kind != CleanupJob.Kind.authAccount.rawValue, let problem = StorageObjectReference.objectNameProblem(target) {
+                // Queued before the write-time rule: Google would refuse it on every attempt.
+                skips.record(problem, userID: userID, objectName: target, stage: "worker")
+                try connection.query("DELETE FROM cleanup_jobs WHERE id = \(id)")
+                return true
+            }
             do {
                 try Self.run(kind: kind, target: target, on: executor)
                 try connection.query("DELETE FROM cleanup_jobs WHERE id = \(id)")
                 logger.info("clean-up job done", metadata: metadata)
             } catch {
-                let delay = backoff(afterAttempts: Int(attempts) + 1, error: error)
-                try connection.query(
-                    """
-                    UPDATE cleanup_jobs SET attempts = attempts + 1, last_error = \(String(describing: error)),
-                           run_after = now() + make_interval(secs => \(delay))
-                    WHERE id = \(id)
-                    """)
-                logger.warning(
-                    "clean-up job failed; will retry",
-                    metadata: metadata.merging(["error": "\(error)", "retry_in_s": "\(Int(delay))"]) { $1 })
+                let errorText = Self.storableErrorText(error)
+                if Self.isPermanent(error) || Int(attempts) + 1 >= settings.maxAttempts {
+                    try connection.query(
+                        """
+                        UPDATE cleanup_jobs SET attempts = attempts + 1, last_error = \(errorText), state = 'failed_permanent'
+                        WHERE id = \(id)
+                        """)
+                    logger.error(
+                        "clean-up job failed permanently; it will not be retried",
+                        metadata: metadata.merging(["error": "\(errorText)", "user_id": "\(userID)"]) { $1 })
+                } else {
+                    let delay = backoff(afterAttempts: Int(attempts) + 1, error: error)
+                    try connection.query(
+                        """
+                        UPDATE cleanup_jobs SET attempts = attempts + 1, last_error = \(errorText),
+                               run_after = now() + make_interval(secs => \(delay))
+                        WHERE id = \(id)
+                        """)
+                    logger.warning(
+                        "clean-up job failed; will retry",
+                        metadata: metadata.merging(["error": "\(errorText)", "retry_in_s": "\(Int(delay))"]) { $1 })
+                }
             }
             return true
         }
+    }
+
+    /// Whether retrying `error` can never help: Google's permanent 4xx, or a job this server
+    /// cannot even run (an unknown kind).
+    static func isPermanent(_ error: any Error) -> Bool {
+        guard let google = error as? GoogleAPIError else { return false }
+        return google.isPermanent || (google.status == nil && !google.retryable)
+    }
+
+    /// The error as `last_error` can hold it: control characters (a NUL cannot be stored in
+    /// PostgreSQL text, and Google may echo the hostile object name) as `\u{..}`, at most 1,000
+    /// characters.
+    static func storableErrorText(_ error: any Error) -> String {
+        CleanupSkips.excerpt(String(describing: error), limit: 1000)
     }
 
     private static func run(kind: String, target: String, on executor: any CleanupExecutor) throws {
@@ -161,13 +212,14 @@ public final class CleanupWorker: Sendable {
     }
 
     /// Exponential backoff with jitter: base x 2^(attempts-1), capped, scaled by a random factor
-    /// in [0.5, 1]; never shorter than Google's `Retry-After`; the cap for errors Google says
+    /// in [0.5, 1]; never shorter than Google's `Retry-After` up to the cap (a huge one must not
+    /// park a job, and the account deletion behind it, for years); the cap for errors Google says
     /// retrying will not fix (they may still be fixed by an operator).
     func backoff(afterAttempts attempts: Int, error: any Error) -> Double {
         let google = error as? GoogleAPIError
         if let google, !google.retryable { return settings.maxBackoff }
         let exponential = settings.baseBackoff * pow(2, Double(min(attempts - 1, 30)))
         let delay = min(settings.maxBackoff, exponential) * Double.random(in: 0.5...1)
-        return max(delay, google?.retryAfter ?? 0)
+        return max(delay, min(google?.retryAfter ?? 0, settings.maxBackoff))
     }
 }

@@ -1,3 +1,4 @@
+import Logging
 import Postgres
 
 /// The domain's settings that come from the server configuration.
@@ -20,9 +21,16 @@ public struct LocifyServices: Sendable {
     public let locations: LocationService
     public let sync: SyncService
     public let users: UserService
+    /// Storage clean-ups skipped because the object name cannot exist (shared with the worker).
+    public let cleanupSkips: CleanupSkips
 
-    public init(pool: ConnectionPool, settings: LocifySettings, now: @escaping @Sendable () -> Timestamp = Timestamp.now) {
-        categories = CategoryService(pool: pool, storage: StorageScope(bucket: settings.storageBucket), now: now)
+    public init(
+        pool: ConnectionPool, settings: LocifySettings, now: @escaping @Sendable () -> Timestamp = Timestamp.now,
+        cleanupSkips: CleanupSkips = CleanupSkips(logger: Logger(label: "locify.cleanup"))
+    ) {
+        self.cleanupSkips = cleanupSkips
+        categories = CategoryService(
+            pool: pool, storage: StorageScope(bucket: settings.storageBucket, skips: cleanupSkips), now: now)
         locations = LocationService(pool: pool, now: now)
         sync = SyncService(
             pool: pool, categories: categories, locations: locations,

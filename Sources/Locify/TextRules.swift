@@ -1,3 +1,5 @@
+import FirebaseAdmin
+
 /// The text rules of API.md section 11: trimming, lengths in Unicode code points, control
 /// characters, and https URLs.
 enum TextRules {
@@ -43,7 +45,26 @@ enum TextRules {
         guard isHTTPSURL(raw) else {
             throw .invalid(field, "must be an absolute https URL")
         }
+        try storageObjectURL(raw, field: field)
         return raw
+    }
+
+    /// A URL recognised as a Cloud Storage object (FIREBASE.md section 6: Firebase download URL
+    /// or `https://storage.googleapis.com/<bucket>/<path>`) must name an object that can exist:
+    /// its percent-decoded name 1-1,024 bytes of UTF-8 without control characters. Such a value
+    /// could never be cleaned up (a NUL cannot even be queued), so it is refused at write time.
+    static func storageObjectURL(_ raw: String, field: String) throws(LocifyError) {
+        guard let reference = StorageObjectReference.parse(raw),
+            let problem = StorageObjectReference.objectNameProblem(reference.path)
+        else { return }
+        switch problem {
+        case .tooLong:
+            throw .invalid(
+                field,
+                "names a Cloud Storage object longer than \(StorageObjectReference.maximumObjectNameBytes) bytes once percent-decoded")
+        case .controlCharacter, .empty:
+            throw .invalid(field, "names a Cloud Storage object with a control character once percent-decoded")
+        }
     }
 
     static func isHTTPSURL(_ raw: String) -> Bool {

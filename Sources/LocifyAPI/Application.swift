@@ -54,24 +54,28 @@ public final class Application: Sendable {
         self.logger = logger
     }
 
+    /// Longest wait at start-up for Google's ID-token keys, seconds.
+    static let keyPrefetchWait: Double = 5
+
     /// The port the server listens on (after `start`).
     public var port: Int { server.localPort }
 
-    /// Starts listening and the background work; returns at once.
+    /// Warms the key cache (at most `keyPrefetchWait` s), then starts listening and the
+    /// background work.
     public func start() throws {
+        if let keyCache {
+            // Warm the key cache before listening, waiting at most `keyPrefetchWait` seconds: a
+            // slow or hanging key endpoint delays start-up by that much at most (the fetch goes
+            // on in the background; until it ends, requests needing a key get 503 S003).
+            do {
+                try keyCache.prefetch(timeout: Self.keyPrefetchWait)
+            } catch {
+                logger.warning("cannot fetch Google's public keys yet", metadata: ["error": "\(error)"])
+            }
+        }
         try server.start()
         cleanupWorker.start()
         purger.start()
-        if let keyCache {
-            // Warm the key cache without delaying start-up; failures are retried on demand.
-            Thread.detachNewThread { [logger] in
-                do {
-                    try keyCache.prefetch()
-                } catch {
-                    logger.warning("cannot fetch Google's public keys yet", metadata: ["error": "\(error)"])
-                }
-            }
-        }
         logger.info("locify-server listening", metadata: ["port": "\(port)"])
     }
 
@@ -134,13 +138,14 @@ public func buildApplication(
     var settings = LocifySettings(storageBucket: configuration.storageBucket)
     settings.tombstoneRetentionSeconds = Int64(configuration.tombstoneRetentionSeconds)
     settings.maxPushChanges = configuration.maxPushChanges
-    let services = LocifyServices(pool: pool, settings: settings, now: dependencies.now)
+    let cleanupSkips = CleanupSkips(logger: logger)
+    let services = LocifyServices(pool: pool, settings: settings, now: dependencies.now, cleanupSkips: cleanupSkips)
 
     // The clean-up worker holds a connection while Google answers; the purge needs another.
     let workerPool = ConnectionPool(configuration: databaseConfiguration, size: 2, logger: logger)
     let executor = try cleanupExecutor(configuration: configuration, transport: dependencies.googleTransport, logger: logger)
     let cleanupWorker = CleanupWorker(
-        pool: workerPool, executor: executor, settings: dependencies.cleanupSettings, logger: logger)
+        pool: workerPool, executor: executor, settings: dependencies.cleanupSettings, logger: logger, skips: cleanupSkips)
     let purger = TombstonePurger(
         pool: workerPool, retentionSeconds: Int64(configuration.tombstoneRetentionSeconds),
         interval: .seconds(configuration.tombstonePurgeIntervalSeconds), logger: logger)
@@ -178,7 +183,8 @@ public func buildApplication(
                 Metrics.Gauges(
                     openConnections: serverBox.server?.openConnections ?? 0, poolInUse: poolStatistics.inUse,
                     poolIdle: poolStatistics.idle, poolWaiting: poolStatistics.waiting, cleanupPending: jobs.pending,
-                    cleanupFailed: jobs.failed, authEmulatorMode: authEmulatorMode))
+                    cleanupFailed: jobs.failed, cleanupFailedPermanent: jobs.failedPermanent,
+                    cleanupSkipped: cleanupSkips.snapshot, authEmulatorMode: authEmulatorMode))
         },
         openAPIDocument: FileManager.default.contents(atPath: dependencies.openAPIPath).map { Array($0) },
         authEmulatorMode: authEmulatorMode

@@ -1,3 +1,4 @@
+import FirebaseAdmin
 import Foundation
 
 /// Everything the server reads from its environment (API.md section 10), validated at start.
@@ -191,12 +192,19 @@ private struct Environment {
         }
     }
 
+    /// A Google endpoint: `https://` (tokens, keys and admin calls travel over it), or plain
+    /// `http://` only when the host is loopback (local fakes and emulators).
     func url(_ name: String) throws(ConfigurationError) -> String? {
         guard let text = string(name) else { return nil }
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            url.host != nil
+            let host = url.host, !host.isEmpty
         else {
-            throw ConfigurationError(variable: name, problem: "must be an http or https URL, got \"\(text)\"")
+            throw ConfigurationError(variable: name, problem: "must be an https URL, got \"\(text)\"")
+        }
+        guard scheme == "https" || GoogleEndpoint.isLoopback(host: host) else {
+            throw ConfigurationError(
+                variable: name,
+                problem: "must be an https URL (plain http is allowed only for a loopback host such as 127.0.0.1), got \"\(text)\"")
         }
         return text
     }

@@ -59,6 +59,9 @@ final class Metrics: Sendable {
         var poolWaiting: Int
         var cleanupPending: Int64
         var cleanupFailed: Int64
+        var cleanupFailedPermanent: Int64 = 0
+        /// Storage clean-ups skipped because the object name cannot exist, by reason.
+        var cleanupSkipped: [(reason: String, count: Int)] = []
         /// Whether unsigned Auth-emulator tokens are accepted.
         var authEmulatorMode: Bool
     }
@@ -95,10 +98,16 @@ final class Metrics: Sendable {
         out += "# HELP db_pool_waiting Requests waiting for a database connection.\n"
         out += "# TYPE db_pool_waiting gauge\n"
         out += "db_pool_waiting \(gauges.poolWaiting)\n"
-        out += "# HELP cleanup_jobs Durable clean-up jobs queued, by state (failed: last attempt failed, will retry).\n"
+        out += "# HELP cleanup_jobs Durable clean-up jobs queued, by state (failed: last attempt failed, will retry; failed_permanent: never retried).\n"
         out += "# TYPE cleanup_jobs gauge\n"
         out += "cleanup_jobs{state=\"pending\"} \(gauges.cleanupPending)\n"
         out += "cleanup_jobs{state=\"failed\"} \(gauges.cleanupFailed)\n"
+        out += "cleanup_jobs{state=\"failed_permanent\"} \(gauges.cleanupFailedPermanent)\n"
+        out += "# HELP cleanup_jobs_skipped_total Storage clean-ups skipped because the object name cannot exist, by reason.\n"
+        out += "# TYPE cleanup_jobs_skipped_total counter\n"
+        for skipped in gauges.cleanupSkipped {
+            out += "cleanup_jobs_skipped_total{reason=\"\(Self.escape(skipped.reason))\"} \(skipped.count)\n"
+        }
         out += "# HELP auth_emulator_mode 1 when unsigned Firebase Auth emulator tokens are accepted (never in production).\n"
         out += "# TYPE auth_emulator_mode gauge\n"
         out += "auth_emulator_mode \(gauges.authEmulatorMode ? 1 : 0)\n"

@@ -195,4 +195,32 @@ struct CloudStorageClientTests {
         #expect(bed.fake.transportURLs == ["https://storage.example.test/storage/v1/b/b/o/n"])
         #expect(bed.fake.requests.last?.header("Authorization") == "Bearer t")
     }
+
+    @Test("an object Google refuses for good does not stop the others; the folder then fails with that permanent error")
+    func permanentFailureDoesNotStopFolder() throws {
+        let bed = FirebaseTestBed()
+        bed.fake.listPageSize = 10
+        bed.fake.addObjects(["u/a.jpg", "u/b.jpg", "u/c.jpg", "u/d.jpg"], bucket: "b")
+        bed.fake.refuseDeletion(of: "u/b.jpg", status: 400)
+        var oneAtATime = try client(bed)
+        oneAtATime.maxConcurrentDeletes = 1
+        let storage = oneAtATime
+        let error = failure { () throws(GoogleAPIError) in _ = try storage.deleteFolder(bucket: "b", prefix: "u/") }
+        #expect(error?.status == 400 && error?.isPermanent == true)
+        #expect(bed.fake.objects(bucket: "b") == ["u/b.jpg"])
+    }
+
+    @Test("a retryable failure stops the folder run (the rest waits for the next attempt)")
+    func retryableFailureStopsFolder() throws {
+        let bed = FirebaseTestBed()
+        bed.fake.listPageSize = 10
+        bed.fake.addObjects(["u/a.jpg", "u/b.jpg", "u/c.jpg"], bucket: "b")
+        bed.fake.failNext(.storageDelete, status: 503)
+        var oneAtATime = try client(bed)
+        oneAtATime.maxConcurrentDeletes = 1
+        let storage = oneAtATime
+        let error = failure { () throws(GoogleAPIError) in _ = try storage.deleteFolder(bucket: "b", prefix: "u/") }
+        #expect(error?.status == 503 && error?.isPermanent == false)
+        #expect(bed.fake.objects(bucket: "b") == ["u/a.jpg", "u/b.jpg", "u/c.jpg"])
+    }
 }

@@ -1,4 +1,5 @@
 @testable import FirebaseAdmin
+import JSON
 import Testing
 import TestSupport
 
@@ -39,6 +40,35 @@ struct HTTPCertificateSourceTests {
         #expect(CacheControl.maxAge("no-cache, max-age=60") == nil)
         #expect(CacheControl.maxAge(nil) == nil)
         #expect(CacheControl.maxAge("") == nil)
+    }
+
+    @Test("hostile Cache-Control values (a lone =, empty directives, quotes, huge numbers) parse without a trap")
+    func cacheControlHostile() {
+        for header in ["=", "==", ",=,", " = ", "=5", "=max-age=5", ", ,", ",,,", "\"", "max-age=\"", "max-age=\"\"", "\t=\t", "max-age="] {
+            #expect(CacheControl.maxAge(header) == nil, "\(header.debugDescription)")
+        }
+        #expect(CacheControl.maxAge("=, max-age=60") == 60)
+        #expect(CacheControl.maxAge("max-age==5") == nil)
+        #expect(CacheControl.maxAge("max-age=99999999999999999999999") == 999_999_999_999)
+    }
+
+    /// Answers every request with the given headers and a valid certificate body.
+    struct FixedHeadersTransport: HTTPTransport {
+        let headers: [(String, String)]
+
+        func send(_ request: TransportRequest) throws -> TransportResponse {
+            let body = JSONWriter.encode(.object([TestKeys.primary.kid: .string(TestKeys.primary.certificatePEM)]))
+            return TransportResponse(status: 200, headers: headers, body: body)
+        }
+    }
+
+    @Test("a key endpoint answering `Cache-Control: =` is read, with no max-age")
+    func keyEndpointWithLoneEquals() throws {
+        let source = HTTPCertificateSource(
+            url: FakeGoogle.certificatesURL, transport: FixedHeadersTransport(headers: [("Cache-Control", "=")]))
+        let set = try source.fetchCertificates()
+        #expect(set.certificates.keys.sorted() == [TestKeys.primary.kid])
+        #expect(set.maxAge == nil)
     }
 }
 

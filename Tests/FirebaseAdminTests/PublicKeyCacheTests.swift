@@ -1,5 +1,6 @@
 import Dispatch
 import FirebaseAdmin
+import Foundation
 import Synchronization
 import Testing
 import TestSupport
@@ -190,5 +191,76 @@ struct PublicKeyCacheTests {
         let other = FirebaseTestBed()
         other.fake.certificates = ["bad": "not a certificate"]
         #expect(throws: IDTokenError.self) { try key(other) }
+    }
+}
+
+/// A certificate source that hangs until released (or 30 s), counting fetches.
+final class HangingCertificateSource: CertificateSource {
+    private let gate = DispatchSemaphore(value: 0)
+    private let fetches = Mutex(0)
+
+    var fetchCount: Int { fetches.withLock { $0 } }
+
+    func fetchCertificates() throws -> CertificateSet {
+        fetches.withLock { $0 += 1 }
+        _ = gate.wait(timeout: .now() + 30)
+        throw TransportError("timed out")
+    }
+
+    func release() { gate.signal() }
+}
+
+@Suite("PublicKeyCache: one fetch in flight")
+struct PublicKeyCacheSingleFetchTests {
+    @Test("50 concurrent lookups with nothing cached and a hanging endpoint: one fetch, all answered within 1 s")
+    func hangingEndpoint() throws {
+        let clock = ManualClock<Double>()
+        let source = HangingCertificateSource()
+        let cache = PublicKeyCache(source: source, now: clock.closure, logger: LogCapture().logger())
+        let durations = Locked<[Double]>([])
+        let unavailable = Locked(0)
+        try runOnThreads(50) { _ in
+            let start = Date()
+            do throws(IDTokenError) {
+                _ = try cache.publicKey(forKeyID: TestKeys.primary.kid)
+            } catch {
+                if case .keysUnavailable = error { unavailable.withLock { $0 += 1 } }
+            }
+            durations.withLock { $0.append(Date().timeIntervalSince(start)) }
+        }
+        #expect(unavailable.value == 50)
+        #expect(source.fetchCount == 1)
+        #expect((durations.value.max() ?? 0) < 1)
+        // Once the fetch failed, none starts for 10 s; then one does.
+        source.release()
+        cache.waitForBackgroundRefresh()
+        #expect(throws: IDTokenError.self) { try cache.publicKey(forKeyID: TestKeys.primary.kid) }
+        #expect(source.fetchCount == 1)
+        clock.advance(by: 9)
+        #expect(throws: IDTokenError.self) { try cache.publicKey(forKeyID: TestKeys.primary.kid) }
+        #expect(source.fetchCount == 1)
+        clock.advance(by: 2)
+        source.release()
+        #expect(throws: IDTokenError.self) { try cache.publicKey(forKeyID: TestKeys.primary.kid) }
+        #expect(source.fetchCount == 2)
+        cache.waitForBackgroundRefresh()
+    }
+
+    @Test("a fetch answering within the wait serves the lookup that started it")
+    func fastFetchServesTrigger() throws {
+        let bed = FirebaseTestBed()
+        #expect(try bed.keyCache.publicKey(forKeyID: TestKeys.primary.kid) != nil)
+        #expect(bed.fake.requestCount(.certificates) == 1)
+    }
+
+    @Test("max-age is capped at a day")
+    func maxAgeCapped() throws {
+        let bed = FirebaseTestBed()
+        bed.fake.certificatesMaxAge = 999_999_999
+        #expect(try bed.keyCache.publicKey(forKeyID: TestKeys.primary.kid) != nil)
+        bed.clock.advance(by: 86_401)
+        #expect(try bed.keyCache.publicKey(forKeyID: TestKeys.primary.kid) != nil)
+        bed.keyCache.waitForBackgroundRefresh()
+        #expect(bed.fake.requestCount(.certificates) == 2)
     }
 }

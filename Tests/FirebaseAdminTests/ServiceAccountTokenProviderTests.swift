@@ -81,6 +81,16 @@ struct ServiceAccountTokenProviderTests {
             try ServiceAccountTokenProvider(account: account, transport: InProcessTransport(fake: FakeGoogle()), logger: LogCapture().logger())
         }
     }
+
+    @Test("a huge expires_in from the token endpoint is capped at a day, without a trap (debug logging on)")
+    func hugeLifetimeCapped() throws {
+        let bed = FirebaseTestBed()
+        bed.fake.tokenLifetime = Int.max
+        let tokens = try provider(bed)
+        #expect(try tokens.accessToken() == "fake-access-token-1")
+        bed.clock.advance(by: 86_400 - 240 + 1)
+        #expect(try tokens.accessToken() == "fake-access-token-2")
+    }
 }
 
 @Suite("ServiceAccount")
@@ -112,5 +122,23 @@ struct ServiceAccountTests {
         var object = try #require(try JSONParser.parse(TestServiceAccount.json()).objectValue)
         object["token_uri"] = nil
         #expect(try ServiceAccount(json: JSONWriter.encode(.object(object))).tokenURI == ServiceAccount.defaultTokenURI)
+    }
+
+    @Test("token_uri must be https, or plain http to a loopback host: the signed assertion travels there")
+    func tokenURIMustBeHTTPS() throws {
+        var object = try #require(try JSONParser.parse(TestServiceAccount.json()).objectValue)
+        for refused in ["http://oauth2.googleapis.com/token", "http://127.0.0.1.evil.example/token", "ftp://127.0.0.1/token", "token"] {
+            object["token_uri"] = .string(refused)
+            do {
+                _ = try ServiceAccount(json: JSONWriter.encode(.object(object)))
+                Issue.record("accepted token_uri \(refused)")
+            } catch {
+                #expect(error.description.contains("token_uri must be an https URL"))
+            }
+        }
+        for accepted in ["https://oauth2.googleapis.com/token", "http://127.0.0.1:9099/token", "http://localhost/token"] {
+            object["token_uri"] = .string(accepted)
+            #expect(try ServiceAccount(json: JSONWriter.encode(.object(object))).tokenURI == accepted)
+        }
     }
 }

@@ -85,4 +85,22 @@ struct StorageObjectReferenceTests {
         #expect(
             !StorageObjectReference(bucket: Self.bucket, path: "locations/caf\u{E9}/a.jpg").isInsideUserFolders(bucket: Self.bucket, uid: "cafe\u{301}"))
     }
+
+    @Test("object names: 1-1,024 bytes of UTF-8 without control characters")
+    func objectNameProblems() {
+        #expect(StorageObjectReference.objectNameProblem("locations/u/a.jpg") == nil)
+        #expect(StorageObjectReference.objectNameProblem(String(repeating: "a", count: 1024)) == nil)
+        #expect(StorageObjectReference.objectNameProblem(String(repeating: "a", count: 1025)) == .tooLong)
+        // 342 three-byte characters are 1,026 bytes, though only 342 characters.
+        #expect(StorageObjectReference.objectNameProblem(String(repeating: "€", count: 342)) == .tooLong)
+        #expect(StorageObjectReference.objectNameProblem(String(repeating: "€", count: 341)) == nil)
+        for control in ["\u{0}", "\n", "\r", "\u{7F}", "\u{85}", "\u{9F}"] {
+            #expect(StorageObjectReference.objectNameProblem("a\(control)b") == .controlCharacter)
+        }
+        #expect(StorageObjectReference.objectNameProblem("") == .empty)
+        let parsed = StorageObjectReference.parse(
+            "https://firebasestorage.googleapis.com/v0/b/bucket/o/locations%2Fu%2Fa%00b?alt=media")
+        #expect(parsed?.path == "locations/u/a\u{0}b")
+        #expect(parsed.flatMap { StorageObjectReference.objectNameProblem($0.path) } == .controlCharacter)
+    }
 }

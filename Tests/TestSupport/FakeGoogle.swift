@@ -66,6 +66,8 @@ public final class FakeGoogle: Sendable {
         var failures: [Endpoint: [InjectedFailure]] = [:]
         var droppedConnections = 0
         var adminCallDelay: Double = 0
+        var certificatesHang: Double = 0
+        var refusedDeletions: [String: Int] = [:]
         var requests: [RecordedRequest] = []
         var transportURLs: [String] = []
     }
@@ -200,6 +202,32 @@ public final class FakeGoogle: Sendable {
         set { state.withLock { $0.adminCallDelay = max(0, newValue) } }
     }
 
+    /// Seconds the key endpoint holds each request before answering (default 0): a hanging
+    /// Google. `releaseHangingRequests()` (or setting 0) lets the held requests go.
+    public var certificatesHang: Double {
+        get { state.withLock { $0.certificatesHang } }
+        set { state.withLock { $0.certificatesHang = max(0, newValue) } }
+    }
+
+    /// Lets every request held by `certificatesHang` answer now.
+    public func releaseHangingRequests() {
+        certificatesHang = 0
+    }
+
+    /// Holds a key-endpoint request while `certificatesHang` says so (checked every 20 ms).
+    private func holdWhileCertificatesHang() {
+        let start = Date()
+        while Date().timeIntervalSince(start) < certificatesHang {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+    }
+
+    /// Makes every deletion of object `name` (any bucket) fail with `status`, for good (an
+    /// object Google refuses, e.g. 400 for a name it cannot hold).
+    public func refuseDeletion(of name: String, status: Int = 400) {
+        state.withLock { $0.refusedDeletions[name] = status }
+    }
+
     /// Makes the next `count` requests through `InProcessTransport` fail without an HTTP answer.
     public func dropNextConnections(_ count: Int = 1) {
         state.withLock { $0.droppedConnections += count }
@@ -251,7 +279,9 @@ public final class FakeGoogle: Sendable {
             return (injected.status, responseHeaders, Self.errorBody(code: injected.status, message: "injected failure"))
         }
         switch endpoint {
-        case .certificates: return certificatesResponse()
+        case .certificates:
+            holdWhileCertificatesHang()
+            return certificatesResponse()
         case .token: return tokenResponse(body: body)
         case .storageList: return storageList(request)
         case .storageDelete: return storageDelete(request)
@@ -385,6 +415,9 @@ public final class FakeGoogle: Sendable {
         // The object name must arrive as ONE segment: a raw "/" would address another resource.
         guard !encodedName.contains("/"), let name = PercentEncoding.decode(encodedName) else {
             return (404, [("Content-Type", "application/json")], Self.errorBody(code: 404, message: "Not Found"))
+        }
+        if let status = state.withLock({ $0.refusedDeletions[name] }) {
+            return (status, [("Content-Type", "application/json")], Self.errorBody(code: status, message: "Invalid object name"))
         }
         let removed: Bool = state.withLock { state in
             guard state.objects[bucket]?.remove(name) != nil else { return false }

@@ -8,9 +8,11 @@ let strictSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "locify-server",
-    platforms: [.macOS(.v15)],
+    // The server targets are Linux-only (Glibc, epoll); the platforms are for LocifyClient.
+    platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
-        .executable(name: "locify-server", targets: ["locify-server"])
+        .executable(name: "locify-server", targets: ["locify-server"]),
+        .library(name: "LocifyClient", targets: ["LocifyClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
@@ -90,6 +92,10 @@ let package = Package(
         .testTarget(name: "FirebaseAdminTests", dependencies: ["FirebaseAdmin", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "LocifyTests", dependencies: ["Locify", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "LocifyAPITests", dependencies: ["LocifyAPI", "TestSupport"], swiftSettings: strictSettings),
+        // The Swift client apps use (issue 17): Foundation only, and no unsafe flags, so that an
+        // app can depend on this package's `LocifyClient` product.
+        .target(name: "LocifyClient"),
+        .testTarget(name: "LocifyClientTests", dependencies: ["LocifyClient", "TestSupport"], swiftSettings: strictSettings),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -11,15 +11,9 @@ import TestSupport
 /// fail it before it is sent (the server never sees it), or drop the answer after the server
 /// applied it (the client must replay).
 final class FaultInjectingURLProtocol: URLProtocol {
-    // Set once in startLoading and read in stopLoading; URLProtocol calls them in turn.
-    private var forwardedTask: URLSessionDataTask?
-
-    /// Plain session the real requests go through.
-    private static let forwarding: URLSession = {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.urlCache = nil
-        return URLSession(configuration: configuration)
-    }()
+    /// Where requests are forwarded (blocking sockets, off URLSession's queues: calling back into
+    /// URLSession from its own queues deadlocks swift-corelibs-foundation).
+    private static let forwarding = DispatchQueue(label: "fault-injecting-url-protocol", attributes: .concurrent)
 
     override class func canInit(with request: URLRequest) -> Bool {
         request.url?.host?.hasSuffix(".fault.test") ?? false
@@ -28,45 +22,54 @@ final class FaultInjectingURLProtocol: URLProtocol {
     override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
 
     override func startLoading() {
-        guard let url = request.url, let host = url.host, var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
-        else {
-            client?.urlProtocol(self, didFailWithError: URLError(.badURL))
+        let loader = UncheckedReference(self)
+        guard let url = request.url, let host = url.host, let port = url.port else {
+            Self.forwarding.async { loader.fail(URLError(.badURL)) }
             return
         }
         let fault = FaultPlans.decide(device: String(host.prefix { $0 != "." }))
-        if fault == .hang { return }  // until stopLoading (the client cancels)
-        if fault == .failBeforeSending {
-            client?.urlProtocol(self, didFailWithError: URLError(.notConnectedToInternet))
-            return
+        if fault == .hang { return }  // until the client cancels
+        var body = request.httpBody ?? Data()
+        if request.httpBody == nil, let stream = request.httpBodyStream { body = Self.read(stream) }
+        var target = url.path.isEmpty ? "/" : url.path
+        if let query = url.query { target += "?" + query }
+        var head = "\(request.httpMethod ?? "GET") \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        for (name, value) in request.allHTTPHeaderFields ?? [:] where name.lowercased() != "host" && name.lowercased() != "content-length" {
+            head += "\(name): \(value)\r\n"
         }
-        components.host = "127.0.0.1"
-        var forwarded = request
-        forwarded.url = components.url
-        if forwarded.httpBody == nil, let stream = request.httpBodyStream {
-            forwarded.httpBody = Self.read(stream)
-        }
-        let reference = UncheckedReference(self)
-        let task = Self.forwarding.dataTask(with: forwarded) { data, response, error in
-            let loader = reference.value
-            if let error {
-                loader.client?.urlProtocol(loader, didFailWithError: error)
-            } else if fault == .dropAnswer {
-                loader.client?.urlProtocol(loader, didFailWithError: URLError(.networkConnectionLost))
-            } else if let response {
-                loader.client?.urlProtocol(loader, didReceive: response, cacheStoragePolicy: .notAllowed)
-                loader.client?.urlProtocol(loader, didLoad: data ?? Data())
-                loader.client?.urlProtocolDidFinishLoading(loader)
-            } else {
-                loader.client?.urlProtocol(loader, didFailWithError: URLError(.badServerResponse))
+        head += "Content-Length: \(body.count)\r\n\r\n"
+        let bytes = Array(head.utf8) + Array(body)
+        let method = request.httpMethod ?? "GET"
+        Self.forwarding.async {
+            if fault == .failBeforeSending {
+                loader.fail(URLError(.notConnectedToInternet))
+                return
             }
+            let raw: RawHTTPResponse
+            do {
+                let connection = try RawHTTPClient(port: port)
+                defer { connection.close() }
+                try connection.send(bytes)
+                raw = try connection.readResponse(timeout: .seconds(30), isResponseToHead: method == "HEAD")
+            } catch {
+                loader.fail(URLError(.cannotConnectToHost))
+                return
+            }
+            if fault == .dropAnswer {
+                loader.fail(URLError(.networkConnectionLost))
+                return
+            }
+            var headers: [String: String] = [:]
+            for field in raw.headers { headers[field.name] = field.value }
+            guard let response = HTTPURLResponse(url: url, statusCode: raw.status, httpVersion: "HTTP/1.1", headerFields: headers) else {
+                loader.fail(URLError(.badServerResponse))
+                return
+            }
+            loader.finish(response, Data(raw.body))
         }
-        forwardedTask = task
-        task.resume()
     }
 
-    override func stopLoading() {
-        forwardedTask?.cancel()
-    }
+    override func stopLoading() {}
 
     private static func read(_ stream: InputStream) -> Data {
         var data = Data()
@@ -95,6 +98,16 @@ final class FaultInjectingURLProtocol: URLProtocol {
 private final class UncheckedReference: @unchecked Sendable {
     let value: FaultInjectingURLProtocol
     init(_ value: FaultInjectingURLProtocol) { self.value = value }
+
+    func fail(_ error: URLError) {
+        value.client?.urlProtocol(value, didFailWithError: error)
+    }
+
+    func finish(_ response: HTTPURLResponse, _ body: Data) {
+        value.client?.urlProtocol(value, didReceive: response, cacheStoragePolicy: .notAllowed)
+        value.client?.urlProtocol(value, didLoad: body)
+        value.client?.urlProtocolDidFinishLoading(value)
+    }
 }
 
 /// What happens to one request.
@@ -111,6 +124,8 @@ enum Fault: Sendable, Equatable {
 final class FaultPlans: Sendable {
     struct Plan: Sendable {
         var hang = false
+        /// Faults for the next requests, in order, before the random ones.
+        var script: [Fault] = []
         var failureRate: Double
         var generator: SeededGenerator
         var failures = 0
@@ -124,6 +139,15 @@ final class FaultPlans: Sendable {
         plans.withLock { plans in
             var plan = plans[device] ?? Plan(failureRate: failureRate, generator: SeededGenerator(seed: seed))
             plan.failureRate = failureRate
+            plans[device] = plan
+        }
+    }
+
+    /// The faults of `device`'s next requests, in order.
+    static func script(device: String, _ faults: [Fault]) {
+        plans.withLock { plans in
+            var plan = plans[device] ?? Plan(failureRate: 0, generator: SeededGenerator(seed: 1))
+            plan.script = faults
             plans[device] = plan
         }
     }
@@ -144,6 +168,12 @@ final class FaultPlans: Sendable {
             if plan.hang {
                 plans[device] = plan
                 return .hang
+            }
+            if !plan.script.isEmpty {
+                let fault = plan.script.removeFirst()
+                if fault != .none { plan.failures += 1 }
+                plans[device] = plan
+                return fault
             }
             var fault = Fault.none
             if plan.failureRate > 0, Double.random(in: 0..<1, using: &plan.generator) < plan.failureRate {

@@ -137,7 +137,7 @@ struct StoreTransaction: Sendable {
     }
 
     /// Drops a location from every pending category delete's stash.
-    private mutating func forgetDisplaced(_ locationID: UUID) {
+    mutating func forgetDisplaced(_ locationID: UUID) {
         for var entry in snapshot.outbox where entry.isCategoryDelete && entry.displaced.contains(where: { $0.id == locationID }) {
             entry.displaced.removeAll { $0.id == locationID }
             putOutbox(entry)

@@ -169,7 +169,9 @@ public actor SyncEngine {
     }
 
     /// Deletes a location locally and queues the delete.
-    public func deleteLocation(id: UUID) async throws {
+    /// - Returns: the deletion's time (its `deleted_at` once the server applies it).
+    @discardableResult
+    public func deleteLocation(id: UUID) async throws -> Date {
         var transaction = StoreTransaction(try await loaded())
         guard let existing = transaction.snapshot.locations[id] else {
             throw Self.localError(404, "E007", "location not found")
@@ -178,11 +180,14 @@ public actor SyncEngine {
         transaction.removeLocation(id)
         transaction.enqueue(.deleteLocation(DeleteWrite(id: id, updatedAt: at)), inFlight: inFlight)
         try await commit(transaction)
+        return at
     }
 
     /// Deletes a category locally with its locations, or moving them to `reassignTo`, and queues
     /// the delete. If the server keeps the category (a newer edit elsewhere), the locations come back.
-    public func deleteCategory(id: UUID, reassignTo: UUID? = nil) async throws {
+    /// - Returns: the deletion's time.
+    @discardableResult
+    public func deleteCategory(id: UUID, reassignTo: UUID? = nil) async throws -> Date {
         var transaction = StoreTransaction(try await loaded())
         guard let existing = transaction.snapshot.categories[id] else {
             throw Self.localError(404, "E007", "category not found")
@@ -210,6 +215,7 @@ public actor SyncEngine {
             .deleteCategory(DeleteWrite(id: id, updatedAt: at, reassignCategoryID: reassignTo)), displaced: displaced,
             inFlight: inFlight)
         try await commit(transaction)
+        return at
     }
 
     // MARK: Sync
@@ -281,7 +287,10 @@ public actor SyncEngine {
         }
         var transaction = StoreTransaction(try await loaded())
         var counts = (applied: 0, conflicts: 0, rejected: 0)
-        for (entry, result) in zip(batch, results) {
+        for (sent, result) in zip(batch, results) {
+            // The entry as it is now: results earlier in the batch (and pulls since it was sent)
+            // may have updated what a category delete would give back.
+            let entry = transaction.snapshot.outbox.first { $0.id == sent.id } ?? sent
             transaction.removeOutbox(entry.id)
             switch result.status {
             case .applied:
@@ -296,7 +305,10 @@ public actor SyncEngine {
                 }
             case .error:
                 counts.rejected += 1
-                if entry.isCategoryDelete { transaction.restore(entry) }
+                // A refused category delete gives back what it removed only if the server still
+                // has the category (E007 on a reassign target); one the server never had
+                // (created and deleted before a push) takes its locations with it.
+                if entry.isCategoryDelete, case .category? = serverStates[entry.key] ?? nil { transaction.restore(entry) }
                 let error = result.error ?? .unexpectedResponse(status: 200, body: "error result without error")
                 transaction.events.append(.changeRejected(entry.change, error))
                 var keys = [entry.key]
@@ -306,7 +318,12 @@ public actor SyncEngine {
                     if let state {
                         transaction.adopt(state)
                     } else if transaction.pending(key).isEmpty {
-                        key.kind == .category ? transaction.removeCategory(key.id) : transaction.removeLocation(key.id)
+                        if key.kind == .category {
+                            transaction.removeCategory(key.id)
+                        } else {
+                            transaction.forgetDisplaced(key.id)
+                            transaction.removeLocation(key.id)
+                        }
                     }
                 }
             }

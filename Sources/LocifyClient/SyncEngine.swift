@@ -27,6 +27,8 @@ public actor SyncEngine {
     private var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
     private var commitTail: Task<Void, any Error>?
     private var info: ServerInfo?
+    /// The latest time this engine stamped an edit with: each new edit gets a later one.
+    private var lastStamp: Int64 = .min
 
     /// - Parameters:
     ///   - api: the server.
@@ -413,10 +415,14 @@ public actor SyncEngine {
     }
 
     /// The device's time for a new edit of a record last stamped `previous`: never earlier than
-    /// 1 ms after it.
+    /// 1 ms after it, and after every earlier edit of this engine (so that a device's later edit
+    /// always wins over its earlier one, even when its copy went back to an older server version
+    /// after a refused change).
     private func stamp(after previous: Date?) -> Date {
         var milliseconds = clock().locifyMilliseconds
         if let previous { milliseconds = max(milliseconds, previous.locifyMilliseconds + 1) }
+        if lastStamp != .min { milliseconds = max(milliseconds, lastStamp + 1) }
+        lastStamp = milliseconds
         return Date(locifyMilliseconds: milliseconds)
     }
 

@@ -14,7 +14,9 @@ public protocol LocalStore: Sendable {
 
 /// The device's whole sync state: records, outbox, cursor.
 public struct LocalSnapshot: Codable, Sendable, Hashable {
+    /// The live categories, by id (unsynced local ones included).
     public var categories: [UUID: Category]
+    /// The live locations, by id.
     public var locations: [UUID: Location]
     /// Local changes not yet acknowledged by the server, in the order they were made.
     public var outbox: [OutboxEntry]
@@ -110,6 +112,7 @@ public struct LocalChanges: Sendable, Hashable {
 public actor InMemoryStore: LocalStore {
     private var snapshot: LocalSnapshot
 
+    /// A store starting from `snapshot` (empty by default).
     public init(_ snapshot: LocalSnapshot = LocalSnapshot()) {
         self.snapshot = snapshot
     }
@@ -124,6 +127,7 @@ public actor InMemoryStore: LocalStore {
 /// Keeps the snapshot in one JSON file, rewritten atomically (a temporary file renamed over it)
 /// at every commit. Simple and crash-safe; for tens of thousands of records use SQLite.
 public actor FileStore: LocalStore {
+    /// The JSON file.
     public let url: URL
     private var snapshot: LocalSnapshot?
 

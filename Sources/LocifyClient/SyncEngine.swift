@@ -90,10 +90,12 @@ public actor SyncEngine {
             .sorted { ($0.createdAt, $0.id.uuidString) > ($1.createdAt, $1.id.uuidString) }
     }
 
+    /// One category of the local copy (nil when there is none, or it was deleted).
     public func category(id: UUID) async throws -> Category? {
         try await loaded().categories[id]
     }
 
+    /// One location of the local copy.
     public func location(id: UUID) async throws -> Location? {
         try await loaded().locations[id]
     }

@@ -246,6 +246,10 @@ extension LocifyAPIClient {
                 token = try await self.token(forceRefresh)
             } catch is CancellationError {
                 throw LocifyError.cancelled
+            } catch let error as LocifyError {
+                throw error
+            } catch {
+                throw LocifyError.tokenUnavailable(String(describing: error))
             }
             let request = try makeRequest(method, path, query: query, body: body, token: token)
             let (data, response) = try await perform(request)

@@ -70,6 +70,8 @@ public enum LocifyError: Error, Sendable, Hashable {
     case network(String)
     /// The calling task was cancelled.
     case cancelled
+    /// The app's token closure threw (e.g. no signed-in user); the request was not sent.
+    case tokenUnavailable(String)
 
     /// The contract's error code, when the server gave one.
     public var code: String? { serverError?.code }
@@ -84,7 +86,7 @@ public enum LocifyError: Error, Sendable, Hashable {
             return error
         case .conflict(let error, _), .rateLimited(let error, _), .unavailable(let error, _):
             return error
-        case .unexpectedResponse, .network, .cancelled:
+        case .unexpectedResponse, .network, .cancelled, .tokenUnavailable:
             return nil
         }
     }

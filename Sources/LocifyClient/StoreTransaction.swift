@@ -152,8 +152,14 @@ struct StoreTransaction: Sendable {
         events.append(.restored(categoryID: entry.change.recordID, locationIDs: entry.displaced.map(\.id)))
     }
 
-    /// Removes every record without a pending change (the start of a snapshot pull).
+    /// Removes every record without a pending change (the start of a snapshot pull), and empties
+    /// the stashes of pending category deletes (the snapshot fills them again with what the server
+    /// has, so a delete that loses never brings back a location deleted meanwhile).
     mutating func forgetSyncedRecords() {
+        for var entry in snapshot.outbox where entry.isCategoryDelete && !entry.displaced.isEmpty {
+            entry.displaced = []
+            putOutbox(entry)
+        }
         let pendingKeys = Set(snapshot.outbox.map(\.key))
         for id in snapshot.categories.keys where !pendingKeys.contains(RecordKey(kind: .category, id: id)) {
             removeCategory(id)

@@ -392,6 +392,10 @@ public actor SyncEngine {
         let loaded = try await store.load()
         if let snapshot { return snapshot }  // another call loaded it meanwhile
         snapshot = loaded
+        // Edits after a relaunch are stamped after the ones still queued.
+        if let latest = loaded.outbox.compactMap({ $0.change.updatedAt?.locifyMilliseconds }).max() {
+            lastStamp = max(lastStamp, latest)
+        }
         return loaded
     }
 

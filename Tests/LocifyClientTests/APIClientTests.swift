@@ -120,6 +120,15 @@ struct APIClientTests {
             #expect(error.status == 401 && error.code == "E005")
         }
         #expect(calls.withLock { $0 } == [false, true])
+
+        struct SignedOut: Error {}
+        let signedOut = LocifyAPIClient(baseURL: harness.baseURL) { _ in throw SignedOut() }
+        do {
+            _ = try await signedOut.me()
+            Issue.record("a token closure that throws must fail the call")
+        } catch LocifyError.tokenUnavailable(let reason) {
+            #expect(reason.contains("SignedOut"))
+        }
     }
 
     @Test("cancelling the calling task aborts a request the network never answers, within a second")

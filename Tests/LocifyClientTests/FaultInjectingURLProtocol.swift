@@ -129,6 +129,7 @@ final class FaultPlans: Sendable {
         var failureRate: Double
         var generator: SeededGenerator
         var failures = 0
+        var dropped = 0
         var requests = 0
     }
 
@@ -179,15 +180,16 @@ final class FaultPlans: Sendable {
             if plan.failureRate > 0, Double.random(in: 0..<1, using: &plan.generator) < plan.failureRate {
                 fault = Bool.random(using: &plan.generator) ? .failBeforeSending : .dropAnswer
                 plan.failures += 1
+                if fault == .dropAnswer { plan.dropped += 1 }
             }
             plans[device] = plan
             return fault
         }
     }
 
-    /// (requests, failures injected) of `device`.
-    static func counts(device: String) -> (requests: Int, failures: Int) {
-        plans.withLock { plans in (plans[device]?.requests ?? 0, plans[device]?.failures ?? 0) }
+    /// (requests, failures injected, of which answers dropped) of `device`.
+    static func counts(device: String) -> (requests: Int, failures: Int, dropped: Int) {
+        plans.withLock { plans in (plans[device]?.requests ?? 0, plans[device]?.failures ?? 0, plans[device]?.dropped ?? 0) }
     }
 
     static func remove(device: String) {

@@ -52,7 +52,7 @@ final class WriteOracle: Sendable {
 /// on a sound network. Every device must then hold exactly the server's listings and feed, and
 /// the server must hold, for every record, its newest write (or the result of a category delete
 /// that removed or moved it).
-@Suite("LocifyClient multi-device soak against the real server")
+@Suite("LocifyClient multi-device soak against the real server", .serialized)
 struct MultiDeviceSoakTests {
     static let clockOffsets: [TimeInterval] = [0, -90, -3600, -7, -0.25, -86_400]
 
@@ -109,8 +109,19 @@ struct MultiDeviceSoakTests {
         }
         try await expectConverged(devices, api)
         try await Self.expectNoNewestWriteLost(oracle, devices, api, since: start.cursor)
-        let failures = devices.map { FaultPlans.counts(device: $0.name).failures }.reduce(0, +)
+        let counts = devices.map { FaultPlans.counts(device: $0.name) }
+        let failures = counts.map(\.failures).reduce(0, +)
         #expect(failures > 0, "the network failed some requests")
+        let events = devices.flatMap { $0.events.all }
+        func count(_ matches: (SyncEvent) -> Bool) -> Int { events.filter(matches).count }
+        // One line per seed, summed by scripts/client-soak.
+        print(
+            "client-soak seed \(seed): devices \(deviceCount) writes \(oracle.all.values.map(\.count).reduce(0, +))"
+                + " requests \(counts.map(\.requests).reduce(0, +)) failed \(failures) dropped \(counts.map(\.dropped).reduce(0, +))"
+                + " conflicts \(count { if case .conflictResolved = $0 { true } else { false } })"
+                + " restored \(count { if case .restored = $0 { true } else { false } })"
+                + " refused \(count { if case .changeRejected = $0 { true } else { false } })"
+                + " resyncs \(count { $0 == .resyncStarted })")
     }
 
     /// A sync over the faulty network: network failures (and S001/S003 on a loaded machine) are

@@ -249,7 +249,7 @@ public actor SyncEngine {
 
     private func serverInfo() async throws -> ServerInfo {
         if let info { return info }
-        let fetched = try await api.info()
+        let fetched = try await patiently { try await self.api.info() }
         info = fetched
         return fetched
     }
@@ -263,7 +263,7 @@ public actor SyncEngine {
             inFlight.formUnion(ids)
             let results: [PushResult]
             do {
-                results = try await api.push(batch.map(\.change))
+                results = try await patiently { try await self.api.push(batch.map(\.change)) }
             } catch {
                 inFlight.subtract(ids)
                 throw error
@@ -345,8 +345,8 @@ public actor SyncEngine {
     private func read(_ key: RecordKey) async throws -> RecordState? {
         do {
             switch key.kind {
-            case .category: return .category(try await api.category(id: key.id))
-            case .location: return .location(try await api.location(id: key.id))
+            case .category: return .category(try await patiently { try await self.api.category(id: key.id) })
+            case .location: return .location(try await patiently { try await self.api.location(id: key.id) })
             }
         } catch LocifyError.notFound {
             return nil
@@ -359,7 +359,7 @@ public actor SyncEngine {
             try Self.checkCancellation()
             let page: FeedPage
             do {
-                page = try await api.pull(since: cursor, limit: pullLimit)
+                page = try await patiently { try await self.api.pull(since: cursor, limit: self.pullLimit) }
             } catch LocifyError.cursorExpired {
                 guard cursor != nil else { throw LocifyError.unexpectedResponse(status: 410, body: "E009 without a cursor") }
                 emit(.resyncStarted)
@@ -386,6 +386,39 @@ public actor SyncEngine {
     }
 
     // MARK: Plumbing
+
+    /// Longest `Retry-After` (seconds) the engine waits out by itself on S001 or S003; longer
+    /// ones fail the sync (default 5, 0 never waits).
+    public var maxRetryAfter = 5
+
+    /// Sets ``maxRetryAfter``.
+    public func setMaxRetryAfter(_ seconds: Int) {
+        maxRetryAfter = max(seconds, 0)
+    }
+
+    /// Runs `request`, waiting out a short `Retry-After` of S001 (rate limited) or S003
+    /// (unavailable) up to three times. The wait ends early when the task is cancelled.
+    private func patiently<Result: Sendable>(_ request: () async throws -> Result) async throws -> Result {
+        var attempt = 0
+        while true {
+            do {
+                return try await request()
+            } catch let error as LocifyError {
+                attempt += 1
+                let retryAfter: Int?
+                switch error {
+                case .rateLimited(_, let seconds), .unavailable(_, let seconds): retryAfter = seconds ?? 1
+                default: retryAfter = nil
+                }
+                guard let retryAfter, retryAfter <= maxRetryAfter, attempt <= 3 else { throw error }
+                do {
+                    try await Task.sleep(for: .seconds(retryAfter))
+                } catch {
+                    throw LocifyError.cancelled
+                }
+            }
+        }
+    }
 
     private func loaded() async throws -> LocalSnapshot {
         if let snapshot { return snapshot }

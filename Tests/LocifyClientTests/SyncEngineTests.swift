@@ -293,6 +293,38 @@ struct SyncEngineTests {
         try await expectConverged([ahead, b], harness.api())
     }
 
+    @Test("a rate-limited sync waits out the short Retry-After (S001) and completes")
+    func rateLimited() async throws {
+        let server = try TestServer.start(configure: {
+            $0.rateLimitPerSecond = 1
+            $0.rateLimitBurst = 2
+        })
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let a = await Device.make(harness, "a", pullLimit: 2)
+        defer { a.done() }
+        for index in 0..<3 { try await a.engine.saveCategory(name: "C\(index)") }
+        // info, push, then four pages of the snapshot (7 categories, 2 per page): past the burst.
+        let report = try await a.engine.sync()
+        #expect(report.applied == 3 && report.pulled == 7)
+        do {
+            _ = try await harness.api().me()
+            _ = try await harness.api().me()
+            _ = try await harness.api().me()
+            Issue.record("the server must be rate limiting this user")
+        } catch LocifyError.rateLimited(let error, let retryAfter) {
+            #expect(error.code == "S001" && retryAfter != nil)
+        }
+        await a.engine.setMaxRetryAfter(0)
+        try await a.engine.saveCategory(name: "Not waited for")
+        do {
+            try await a.engine.sync()
+            Issue.record("with no waiting allowed, a rate-limited sync must fail")
+        } catch LocifyError.rateLimited {
+            #expect(try await a.engine.pendingChanges().count == 1, "the change stays queued")
+        }
+    }
+
     @Test("the file store keeps records, outbox and cursor across launches")
     func fileStorePersists() async throws {
         let server = try TestServer.start()

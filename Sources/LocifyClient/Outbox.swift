@@ -92,7 +92,7 @@ enum Outbox {
 
 /// The server's last-write-wins rule (API.md 5 and 11), used by the client to tell whether a
 /// pending local change will win over a server state it has just learnt about.
-public enum LastWriteWins {
+public enum LastWriteWins: Sendable {
     /// What the pending change does.
     public enum Intent: Sendable, Hashable {
         case create, replace, delete

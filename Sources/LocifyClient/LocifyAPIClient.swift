@@ -69,10 +69,17 @@ public struct LocifyAPIClient: Sendable {
         try await decode(.post, "/v1/categories", body: write, kind: .category)
     }
 
-    /// `PUT /v1/categories/{id}` (the id-in-body form `PUT /v1/categories` is the same operation):
-    /// replaces the editable fields; a deleted category comes back when the write is newer.
-    public func replaceCategory(_ write: CategoryWrite) async throws -> Category {
-        try await decode(.put, "/v1/categories/\(write.id.lowercased)", body: write, kind: .category)
+    /// Where a replace names its record: `PUT /v1/<records>/{id}` or `PUT /v1/<records>` with the
+    /// id in the body (the same operation on the server).
+    public enum IDPlacement: Sendable, Hashable {
+        case path, body
+    }
+
+    /// `PUT /v1/categories/{id}` (or `PUT /v1/categories`): replaces the editable fields; a
+    /// deleted category comes back when the write is newer.
+    public func replaceCategory(_ write: CategoryWrite, idIn placement: IDPlacement = .path) async throws -> Category {
+        let path = placement == .path ? "/v1/categories/\(write.id.lowercased)" : "/v1/categories"
+        return try await decode(.put, path, body: write, kind: .category)
     }
 
     /// `DELETE /v1/categories/{id}`: deletes the category and its locations, or moves them to
@@ -134,9 +141,10 @@ public struct LocifyAPIClient: Sendable {
         try await decode(.post, "/v1/locations", body: write, kind: .location)
     }
 
-    /// `PUT /v1/locations/{id}` (same operation as `PUT /v1/locations`): replaces the editable fields.
-    public func replaceLocation(_ write: LocationWrite) async throws -> Location {
-        try await decode(.put, "/v1/locations/\(write.id.lowercased)", body: write, kind: .location)
+    /// `PUT /v1/locations/{id}` (or `PUT /v1/locations`): replaces the editable fields.
+    public func replaceLocation(_ write: LocationWrite, idIn placement: IDPlacement = .path) async throws -> Location {
+        let path = placement == .path ? "/v1/locations/\(write.id.lowercased)" : "/v1/locations"
+        return try await decode(.put, path, body: write, kind: .location)
     }
 
     /// `DELETE /v1/locations/{id}`; `updatedAt` is when the user deleted it.

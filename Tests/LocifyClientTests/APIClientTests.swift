@@ -32,6 +32,8 @@ struct APIClientTests {
             CategoryWrite(id: categoryID, name: "Bread", icon: "https://example.com/b.png", updatedAt: t0 + 10))
         #expect(replaced.version == 2 && replaced.icon == "https://example.com/b.png")
         #expect(try await api.category(id: categoryID) == replaced)
+        let byBody = try await api.replaceCategory(CategoryWrite(id: otherID, name: "Other!", updatedAt: t0 + 5), idIn: .body)
+        #expect(byBody.name == "Other!" && byBody.version == 2)
 
         let write = LocationWrite(
             id: locationID, categoryID: categoryID, name: "Du Pain", address: "34 Rue Yves Toudic", latitude: 48.8718,
@@ -41,9 +43,14 @@ struct APIClientTests {
         var edit = write
         edit.isFavorite = true
         edit.updatedAt = t0 + 30
-        let favourite = try await api.replaceLocation(edit)
+        var favourite = try await api.replaceLocation(edit)
         #expect(favourite.isFavorite && favourite.version == 2)
         #expect(try await api.location(id: locationID) == favourite)
+        var renamed = edit
+        renamed.name = "Du Pain et des Idées"
+        renamed.updatedAt = t0 + 35
+        favourite = try await api.replaceLocation(renamed, idIn: .body)
+        #expect(favourite.version == 3 && favourite.name == renamed.name)
         let found = try await api.listLocations(.init(categoryID: categoryID, search: "pain", sort: .name))
         #expect(found.data == [favourite] && found.meta.totalCount == 1)
 

@@ -67,6 +67,6 @@ struct ReadmeExampleTests {
         let begin = try #require(source.range(of: "// readme-example:begin\n"))
         let end = try #require(source.range(of: "// readme-example:end"))
         let example = String(source[begin.upperBound..<end.lowerBound])
-        #expect(readme.contains("```swift\nimport LocifyClient\n\n" + example + "```"))
+        #expect(readme.contains("```swift\nimport Foundation\nimport LocifyClient\n\n" + example + "```"))
     }
 }

@@ -1,5 +1,13 @@
 import Foundation
 
+/// `Category` under a name no other module uses: on Apple platforms the Objective-C runtime also
+/// declares a `Category`, which makes the plain name ambiguous in a file importing Foundation
+/// (`LocifyClient.Category` works too).
+public typealias LocifyCategory = Category
+
+/// `Location` under a prefixed name, for symmetry with ``LocifyCategory``.
+public typealias LocifyLocation = Location
+
 /// A category as the server stores it (and as the local store keeps it). Records made on this
 /// device and not yet pushed have `version` 0 and no `userID`.
 public struct Category: Codable, Sendable, Hashable, Identifiable {

@@ -5,7 +5,7 @@ import TestSupport
 
 // readme-example:begin
 /// Edits offline, syncs, and watches what the sync did (README: "Using LocifyClient from an app").
-func readmeExample(serverURL: URL, storeFile: URL, idToken: @escaping LocifyAPIClient.TokenProvider) async throws -> [Category] {
+func readmeExample(serverURL: URL, storeFile: URL, idToken: @escaping LocifyAPIClient.TokenProvider) async throws -> [LocifyCategory] {
     // One API client and one engine per signed-in user. With Firebase, `idToken` is
     // { forceRefresh in try await Auth.auth().currentUser!.getIDToken(forcingRefresh: forceRefresh) }
     let api = LocifyAPIClient(baseURL: serverURL, token: idToken)

@@ -45,6 +45,7 @@ final class FaultInjectingURLProtocol: URLProtocol {
                 loader.fail(URLError(.notConnectedToInternet))
                 return
             }
+            if case .delayed(let milliseconds) = fault { Thread.sleep(forTimeInterval: Double(milliseconds) / 1000) }
             let raw: RawHTTPResponse
             do {
                 let connection = try RawHTTPClient(port: port)
@@ -117,6 +118,8 @@ enum Fault: Sendable, Equatable {
     case dropAnswer
     /// Never answer (until the request is cancelled).
     case hang
+    /// Send it after this many milliseconds.
+    case delayed(Int)
 }
 
 /// Per-device failure rates, drawn from a seeded generator (the draws' order depends on the

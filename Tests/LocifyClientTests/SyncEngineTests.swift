@@ -274,6 +274,37 @@ struct SyncEngineTests {
         try await expectConverged([a, b], harness.api())
     }
 
+    @Test("a category delete made while a resync runs gives back only the locations the server still has when it loses")
+    func deleteDuringResync() async throws {
+        let server = try TestServer.start(configure: { $0.tombstoneRetentionSeconds = 1 })
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let a = await Device.make(harness, "a", clockOffset: -60), b = await Device.make(harness, "b")
+        defer { a.done(); b.done() }
+        let category = try await b.engine.saveCategory(name: "C")
+        let gone = try await b.engine.saveLocation(LocationDraft(categoryID: category.id, name: "Gone", latitude: 0, longitude: 0))
+        let kept = try await b.engine.saveLocation(LocationDraft(categoryID: category.id, name: "Kept", latitude: 0, longitude: 0))
+        try await b.engine.sync()
+        try await a.engine.sync()
+        try await b.engine.deleteLocation(id: gone.id)
+        try await b.engine.sync()
+        try await Task.sleep(for: .milliseconds(1100))  // a's cursor expires
+
+        // a's pull (E009) is slow; meanwhile a deletes the category, stashing both locations.
+        FaultPlans.script(device: a.name, [.delayed(600)])
+        let resync = Task { try await a.engine.sync() }
+        try await Task.sleep(for: .milliseconds(200))
+        try await a.engine.deleteCategory(id: category.id)
+        #expect(try await resync.value.resynced)
+
+        try await b.engine.saveCategory(id: category.id, name: "C, edited later")  // a's delete will lose
+        try await b.engine.sync()
+        try await a.engine.sync()
+        #expect(try await a.engine.location(id: gone.id) == nil, "deleted on the server before the resync")
+        #expect(try await a.engine.location(id: kept.id) != nil)
+        try await expectConverged([a, b], harness.api())
+    }
+
     @Test("a device whose clock is ahead has its future times clamped by the server and adopts them")
     func clockAhead() async throws {
         let server = try TestServer.start()

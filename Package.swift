@@ -8,9 +8,11 @@ let strictSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "locify-server",
-    platforms: [.macOS(.v15)],
+    // The server targets are Linux-only (Glibc, epoll); the platforms are for LocifyClient.
+    platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
-        .executable(name: "locify-server", targets: ["locify-server"])
+        .executable(name: "locify-server", targets: ["locify-server"]),
+        .library(name: "LocifyClient", targets: ["LocifyClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
@@ -123,6 +125,10 @@ let package = Package(
         // bench/json/run: the JSON target against Foundation's JSON, built in release mode into `.build-bench`.
         .executableTarget(
             name: "JSONBenchmark", dependencies: ["JSON"], path: "bench/json", exclude: ["run"], swiftSettings: strictSettings),
+        // The Swift client apps use (issue 17): Foundation only, and no unsafe flags, so that an
+        // app can depend on this package's `LocifyClient` product.
+        .target(name: "LocifyClient"),
+        .testTarget(name: "LocifyClientTests", dependencies: ["LocifyClient", "TestSupport", "TestSupportServer"], swiftSettings: strictSettings),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,168 @@
+import Foundation
+
+/// What the server said about a refused request: `{"error": {"code", "message", "details"}}`.
+public struct ServerError: Sendable, Hashable {
+    /// The HTTP status (0 when the error came inside a push result, which is answered 200).
+    public var status: Int
+    /// `E001`...`E012`, `S001`...`S003`: switch on this (or on the ``LocifyError`` case).
+    public var code: String
+    /// For developers, not for users.
+    public var message: String
+    /// Field-level reasons, when the server gave them.
+    public var details: [FieldDetail]
+    /// The response's `X-Request-Id`, to find the server's log line.
+    public var requestID: String?
+
+    /// One `details` entry.
+    public struct FieldDetail: Codable, Sendable, Hashable {
+        public var field: String
+        public var message: String
+    }
+
+    public init(status: Int, code: String, message: String, details: [FieldDetail] = [], requestID: String? = nil) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details
+        self.requestID = requestID
+    }
+}
+
+/// Every way a call can fail: one case per error code of `openapi.yaml`, plus transport failures.
+/// E008 carries the server's current record (or tombstone), which a client adopts.
+public enum LocifyError: Error, Sendable, Hashable {
+    /// E001 (400): invalid input.
+    case invalidInput(ServerError)
+    /// E002 (400): a malformed UUID.
+    case invalidUUID(ServerError)
+    /// E003 (400): latitude or longitude out of range.
+    case invalidCoordinates(ServerError)
+    /// E004 (400): a required field is absent or null.
+    case missingField(ServerError)
+    /// E005 (401): the ID token is missing, expired or refused (after one refresh).
+    case unauthorized(ServerError)
+    /// E006 (403): a body `user_id` that is not the token's user.
+    case forbidden(ServerError)
+    /// E007 (404): no such record for this user (or route).
+    case notFound(ServerError)
+    /// E008 (409): the write is older than the server's record; `serverRecord` is that record.
+    case conflict(ServerError, serverRecord: RecordState)
+    /// E009 (410): the sync cursor outlived the tombstone retention; resync from a snapshot.
+    case cursorExpired(ServerError)
+    /// E010 (413): the request body is too large.
+    case payloadTooLarge(ServerError)
+    /// E011 (405): method not allowed on the path.
+    case methodNotAllowed(ServerError)
+    /// E012 (415): the body is not JSON.
+    case unsupportedMediaType(ServerError)
+    /// S001 (429): rate limited; retry after `retryAfter` seconds.
+    case rateLimited(ServerError, retryAfter: Int?)
+    /// S002 (500): an unexpected server error.
+    case serverError(ServerError)
+    /// S003 (503): the server or its database is unavailable; retry after `retryAfter` seconds.
+    case unavailable(ServerError, retryAfter: Int?)
+    /// A code this version of the client does not know (a newer server).
+    case unknownCode(ServerError)
+    /// The answer was not what the contract promises (status and the start of the body).
+    case unexpectedResponse(status: Int, body: String)
+    /// The request did not complete (no connection, connection lost, timeout). A write may or
+    /// may not have been applied: replaying it is safe.
+    case network(String)
+    /// The calling task was cancelled.
+    case cancelled
+    /// The app's token closure threw (e.g. no signed-in user); the request was not sent.
+    case tokenUnavailable(String)
+
+    /// The contract's error code, when the server gave one.
+    public var code: String? { serverError?.code }
+
+    /// The server's error body, when there was one.
+    public var serverError: ServerError? {
+        switch self {
+        case .invalidInput(let error), .invalidUUID(let error), .invalidCoordinates(let error),
+            .missingField(let error), .unauthorized(let error), .forbidden(let error), .notFound(let error),
+            .cursorExpired(let error), .payloadTooLarge(let error), .methodNotAllowed(let error),
+            .unsupportedMediaType(let error), .serverError(let error), .unknownCode(let error):
+            return error
+        case .conflict(let error, _), .rateLimited(let error, _), .unavailable(let error, _):
+            return error
+        case .unexpectedResponse, .network, .cancelled, .tokenUnavailable:
+            return nil
+        }
+    }
+
+    /// Whether trying again later may succeed (transport failures, S001, S002, S003).
+    public var isTransient: Bool {
+        switch self {
+        case .network, .rateLimited, .serverError, .unavailable, .unexpectedResponse: return true
+        default: return false
+        }
+    }
+
+    /// The case for `error`'s code. `conflictRecord` is the E008 `data`; without it an E008 is
+    /// reported as an unexpected response (the contract always sends it).
+    public init(_ error: ServerError, conflictRecord: RecordState? = nil, retryAfter: Int? = nil) {
+        switch error.code {
+        case "E001": self = .invalidInput(error)
+        case "E002": self = .invalidUUID(error)
+        case "E003": self = .invalidCoordinates(error)
+        case "E004": self = .missingField(error)
+        case "E005": self = .unauthorized(error)
+        case "E006": self = .forbidden(error)
+        case "E007": self = .notFound(error)
+        case "E008":
+            if let conflictRecord {
+                self = .conflict(error, serverRecord: conflictRecord)
+            } else {
+                self = .unexpectedResponse(status: error.status, body: "E008 without the server's record")
+            }
+        case "E009": self = .cursorExpired(error)
+        case "E010": self = .payloadTooLarge(error)
+        case "E011": self = .methodNotAllowed(error)
+        case "E012": self = .unsupportedMediaType(error)
+        case "S001": self = .rateLimited(error, retryAfter: retryAfter)
+        case "S002": self = .serverError(error)
+        case "S003": self = .unavailable(error, retryAfter: retryAfter)
+        default: self = .unknownCode(error)
+        }
+    }
+
+    /// Decodes an error response. `kind` says how to read an E008's `data`.
+    static func decode(
+        status: Int, body: Data, kind: RecordKind?, requestID: String?, retryAfter: Int?
+    ) -> LocifyError {
+        struct Envelope: Decodable {
+            struct Body: Decodable {
+                var code: String
+                var message: String
+                var details: [ServerError.FieldDetail]?
+            }
+            var error: Body
+        }
+        guard let envelope = try? JSONCoding.decoder.decode(Envelope.self, from: body) else {
+            return .unexpectedResponse(status: status, body: String(decoding: body.prefix(200), as: UTF8.self))
+        }
+        let error = ServerError(
+            status: status, code: envelope.error.code, message: envelope.error.message,
+            details: envelope.error.details ?? [], requestID: requestID)
+        var record: RecordState?
+        if error.code == "E008", let kind {
+            record = try? ConflictData.decode(kind, from: body)
+        }
+        return LocifyError(error, conflictRecord: record, retryAfter: retryAfter)
+    }
+}
+
+/// The `data` beside `error` in a 409 body.
+private enum ConflictData {
+    struct Envelope<Record: Decodable>: Decodable {
+        var data: Record
+    }
+
+    static func decode(_ kind: RecordKind, from body: Data) throws -> RecordState {
+        switch kind {
+        case .category: return try JSONCoding.decoder.decode(Envelope<CategoryOrTombstone>.self, from: body).data.state
+        case .location: return try JSONCoding.decoder.decode(Envelope<LocationOrTombstone>.self, from: body).data.state
+        }
+    }
+}

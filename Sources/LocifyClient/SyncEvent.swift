@@ -1,0 +1,42 @@
+import Foundation
+
+/// What a ``SyncEngine`` reports while it syncs (``SyncEngine/events()``).
+public enum SyncEvent: Sendable, Hashable {
+    /// A sync began.
+    case started
+    /// One push batch was answered.
+    case pushed(changes: Int, applied: Int, conflicts: Int, rejected: Int)
+    /// A local change lost to a newer server version (E008); the server's record (or tombstone)
+    /// replaced the local copy.
+    case conflictResolved(RecordState)
+    /// The server refused a local change (e.g. E007: its category was deleted elsewhere); the
+    /// local copy was replaced by the server's, or removed when the server has none.
+    case changeRejected(PushChange, LocifyError)
+    /// A local category delete lost to a newer edit elsewhere: the category and the locations
+    /// the local delete had removed or moved are back.
+    case restored(categoryID: UUID, locationIDs: [UUID])
+    /// The cursor expired (E009): the local copy is being rebuilt from a snapshot; unsynced local
+    /// changes are kept.
+    case resyncStarted
+    /// One page of the change feed was applied.
+    case pulled(changes: Int, hasMore: Bool)
+    /// The sync completed.
+    case finished(SyncReport)
+    /// The sync stopped; unacknowledged changes stay in the outbox for the next sync.
+    case failed(LocifyError)
+}
+
+/// The totals of one ``SyncEngine/sync()``.
+public struct SyncReport: Sendable, Hashable {
+    /// Changes sent (a replayed batch counts again).
+    public var pushed = 0
+    public var applied = 0
+    public var conflicts = 0
+    public var rejected = 0
+    /// Feed entries applied.
+    public var pulled = 0
+    /// Whether the cursor had expired and the copy was rebuilt from a snapshot.
+    public var resynced = false
+
+    public init() {}
+}

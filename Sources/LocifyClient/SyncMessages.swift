@@ -1,0 +1,101 @@
+import Foundation
+
+/// The server's verdict on one pushed change, in the order the changes were sent.
+public struct PushResult: Decodable, Sendable, Hashable {
+    /// `applied` (or replayed), `conflict` (lost to a newer server version) or `error`.
+    public enum Status: String, Decodable, Sendable, Hashable {
+        case applied, conflict, error
+    }
+
+    /// The change's `type` as sent.
+    public var kind: RecordKind?
+    /// The change's `data.id`.
+    public var id: UUID?
+    public var status: Status
+    /// For `applied`, the record after the change (a tombstone for a delete); for `conflict`,
+    /// the server's version.
+    public var record: RecordState?
+    /// For `conflict` (E008, with the server's record) and `error`.
+    public var error: LocifyError?
+
+    enum CodingKeys: String, CodingKey {
+        case type, id, status, data, error
+    }
+
+    public init(from decoder: any Decoder) throws {
+        struct ErrorBody: Decodable {
+            var code: String
+            var message: String
+        }
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        kind = try? container.decodeIfPresent(RecordKind.self, forKey: .type)
+        id = try? container.decodeIfPresent(UUID.self, forKey: .id)
+        status = try container.decode(Status.self, forKey: .status)
+        switch kind {
+        case .category?: record = try container.decodeIfPresent(CategoryOrTombstone.self, forKey: .data)?.state
+        case .location?: record = try container.decodeIfPresent(LocationOrTombstone.self, forKey: .data)?.state
+        case nil: record = nil
+        }
+        if let body = try container.decodeIfPresent(ErrorBody.self, forKey: .error) {
+            error = LocifyError(ServerError(status: 0, code: body.code, message: body.message), conflictRecord: record)
+        }
+    }
+}
+
+/// One entry of the change feed (`GET /v1/sync/changes`): the record's current state, or its
+/// deletion.
+public enum FeedChange: Decodable, Sendable, Hashable {
+    case upsert(RecordState)
+    case delete(RecordKind, Tombstone)
+
+    public var kind: RecordKind {
+        switch self {
+        case .upsert(let state): return state.kind
+        case .delete(let kind, _): return kind
+        }
+    }
+
+    public var id: UUID {
+        switch self {
+        case .upsert(let state): return state.id
+        case .delete(_, let tombstone): return tombstone.id
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case type, action, id, data
+        case deletedAt = "deleted_at"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let kind = try container.decode(RecordKind.self, forKey: .type)
+        let action = try container.decode(String.self, forKey: .action)
+        if action == "delete" {
+            self = .delete(
+                kind,
+                Tombstone(
+                    id: try container.decode(UUID.self, forKey: .id),
+                    deletedAt: try container.decode(Date.self, forKey: .deletedAt)))
+            return
+        }
+        switch kind {
+        case .category: self = .upsert(.category(try container.decode(Category.self, forKey: .data)))
+        case .location: self = .upsert(.location(try container.decode(Location.self, forKey: .data)))
+        }
+    }
+}
+
+/// One page of the change feed.
+public struct FeedPage: Decodable, Sendable, Hashable {
+    public var changes: [FeedChange]
+    /// Opaque: pass it back as `since`.
+    public var cursor: String
+    /// True exactly when more changes remain after this page.
+    public var hasMore: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case changes, cursor
+        case hasMore = "has_more"
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import LocifyClient
+import Synchronization
+import Testing
+import TestSupport
+import TestSupportServer
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A LocifyClient pointed at a TestServer: one user, a token minted by the server's test key.
+struct ClientHarness: Sendable {
+    let server: TestServer
+    let uid: String
+
+    init(_ server: TestServer, uid: String = "user-\(UUID().uuidString.prefix(8))") {
+        self.server = server
+        self.uid = uid
+    }
+
+    var baseURL: URL {
+        // safe because: the literal is a valid URL
+        URL(string: "http://127.0.0.1:\(server.port)")!
+    }
+
+    /// A token provider for this user.
+    var tokens: LocifyAPIClient.TokenProvider {
+        let server = server, uid = uid
+        return { _ in try server.token(for: uid) }
+    }
+
+    /// An API client on the plain network.
+    func api() -> LocifyAPIClient {
+        LocifyAPIClient(baseURL: baseURL, timeout: 20, token: tokens)
+    }
+
+    /// An API client whose requests go through `FaultInjectingURLProtocol` as `device`.
+    func faultyAPI(device: String) -> LocifyAPIClient {
+        // safe because: device names are letters and digits
+        let url = URL(string: "http://\(device).fault.test:\(server.port)")!
+        return LocifyAPIClient(baseURL: url, session: FaultInjectingURLProtocol.session(), timeout: 20, token: tokens)
+    }
+}
+
+/// A device clock `offset` seconds away from the real one.
+func offsetClock(_ offset: TimeInterval) -> @Sendable () -> Date {
+    { Date().addingTimeInterval(offset) }
+}
+
+/// Collects a SyncEngine's events in the background.
+final class EventLog: Sendable {
+    private final class Storage: Sendable {
+        let events = Mutex<[SyncEvent]>([])
+    }
+
+    private let storage = Storage()
+    private let task: Task<Void, Never>
+
+    init(_ engine: SyncEngine) async {
+        let stream = await engine.events()
+        let storage = self.storage
+        task = Task {
+            for await event in stream { storage.events.withLock { $0.append(event) } }
+        }
+    }
+
+    var all: [SyncEvent] { storage.events.withLock { $0 } }
+
+    /// Waits until the events delivered so far include one matching `predicate` (1 s at most).
+    func contains(_ predicate: (SyncEvent) -> Bool) async -> Bool {
+        for _ in 0..<100 {
+            if all.contains(where: predicate) { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return false
+    }
+
+    func stop() { task.cancel() }
+}
+
+/// The server's live records through the REST listings, and the snapshot feed.
+struct ServerView: Sendable, Equatable {
+    var categories: [UUID: Category]
+    var locations: [UUID: Location]
+
+    static func listings(_ api: LocifyAPIClient) async throws -> ServerView {
+        let categories = try await api.allCategories()
+        let locations = try await api.allLocations()
+        return ServerView(
+            categories: Dictionary(uniqueKeysWithValues: categories.map { ($0.id, $0) }),
+            locations: Dictionary(uniqueKeysWithValues: locations.map { ($0.id, $0) }))
+    }
+
+    /// A snapshot pull followed to its end.
+    static func snapshotFeed(_ api: LocifyAPIClient) async throws -> ServerView {
+        var view = ServerView(categories: [:], locations: [:])
+        var cursor: String?
+        repeat {
+            let page = try await api.pull(since: cursor, limit: 100)
+            for change in page.changes {
+                switch change {
+                case .upsert(.category(let category)): view.categories[category.id] = category
+                case .upsert(.location(let location)): view.locations[location.id] = location
+                default: Issue.record("a snapshot holds no deletion: \(change)")
+                }
+            }
+            cursor = page.cursor
+            if !page.hasMore { break }
+        } while true
+        return view
+    }
+
+    /// The records compared the way a device keeps them: `location_count` is counted locally.
+    var comparable: ServerView {
+        var view = self
+        for id in view.categories.keys { view.categories[id]?.locationCount = 0 }
+        return view
+    }
+
+    static func device(_ engine: SyncEngine) async throws -> ServerView {
+        let snapshot = try await engine.localSnapshot()
+        return ServerView(categories: snapshot.categories, locations: snapshot.locations).comparable
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+import Synchronization
+import TestSupport
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A network that fails on purpose. Requests to `http://<device>.fault.test:<port>/...` are
+/// forwarded to `127.0.0.1:<port>`; each device's ``FaultPlan`` decides, per request, to pass it,
+/// fail it before it is sent (the server never sees it), or drop the answer after the server
+/// applied it (the client must replay).
+final class FaultInjectingURLProtocol: URLProtocol {
+    /// Where requests are forwarded (blocking sockets, off URLSession's queues: calling back into
+    /// URLSession from its own queues deadlocks swift-corelibs-foundation).
+    private static let forwarding = DispatchQueue(label: "fault-injecting-url-protocol", attributes: .concurrent)
+
+    override class func canInit(with request: URLRequest) -> Bool {
+        request.url?.host?.hasSuffix(".fault.test") ?? false
+    }
+
+    override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
+
+    override func startLoading() {
+        let loader = UncheckedReference(self)
+        guard let url = request.url, let host = url.host, let port = url.port else {
+            Self.forwarding.async { loader.fail(URLError(.badURL)) }
+            return
+        }
+        let fault = FaultPlans.decide(device: String(host.prefix { $0 != "." }))
+        if fault == .hang { return }  // until the client cancels
+        var body = request.httpBody ?? Data()
+        if request.httpBody == nil, let stream = request.httpBodyStream { body = Self.read(stream) }
+        var target = url.path.isEmpty ? "/" : url.path
+        if let query = url.query { target += "?" + query }
+        var head = "\(request.httpMethod ?? "GET") \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        for (name, value) in request.allHTTPHeaderFields ?? [:] where name.lowercased() != "host" && name.lowercased() != "content-length" {
+            head += "\(name): \(value)\r\n"
+        }
+        head += "Content-Length: \(body.count)\r\n\r\n"
+        let bytes = Array(head.utf8) + Array(body)
+        let method = request.httpMethod ?? "GET"
+        Self.forwarding.async {
+            if fault == .failBeforeSending {
+                loader.fail(URLError(.notConnectedToInternet))
+                return
+            }
+            if case .delayed(let milliseconds) = fault { Thread.sleep(forTimeInterval: Double(milliseconds) / 1000) }
+            let raw: RawHTTPResponse
+            do {
+                let connection = try RawHTTPClient(port: port)
+                defer { connection.close() }
+                try connection.send(bytes)
+                raw = try connection.readResponse(timeout: .seconds(30), isResponseToHead: method == "HEAD")
+            } catch {
+                loader.fail(URLError(.cannotConnectToHost))
+                return
+            }
+            if fault == .dropAnswer {
+                loader.fail(URLError(.networkConnectionLost))
+                return
+            }
+            var headers: [String: String] = [:]
+            for field in raw.headers { headers[field.name] = field.value }
+            guard let response = HTTPURLResponse(url: url, statusCode: raw.status, httpVersion: "HTTP/1.1", headerFields: headers) else {
+                loader.fail(URLError(.badServerResponse))
+                return
+            }
+            loader.finish(response, Data(raw.body))
+        }
+    }
+
+    override func stopLoading() {}
+
+    private static func read(_ stream: InputStream) -> Data {
+        var data = Data()
+        stream.open()
+        defer { stream.close() }
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        while stream.hasBytesAvailable {
+            let count = stream.read(&buffer, maxLength: buffer.count)
+            if count <= 0 { break }
+            data.append(buffer, count: count)
+        }
+        return data
+    }
+
+    /// A URLSession whose requests go through this protocol.
+    static func session() -> URLSession {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        configuration.protocolClasses = [FaultInjectingURLProtocol.self]
+        return URLSession(configuration: configuration)
+    }
+}
+
+/// Carries the protocol object into the forwarding task's completion handler: URLProtocol is not
+/// Sendable, but its client may be called from any thread.
+private final class UncheckedReference: @unchecked Sendable {
+    let value: FaultInjectingURLProtocol
+    init(_ value: FaultInjectingURLProtocol) { self.value = value }
+
+    func fail(_ error: URLError) {
+        value.client?.urlProtocol(value, didFailWithError: error)
+    }
+
+    func finish(_ response: HTTPURLResponse, _ body: Data) {
+        value.client?.urlProtocol(value, didReceive: response, cacheStoragePolicy: .notAllowed)
+        value.client?.urlProtocol(value, didLoad: body)
+        value.client?.urlProtocolDidFinishLoading(value)
+    }
+}
+
+/// What happens to one request.
+enum Fault: Sendable, Equatable {
+    case none
+    case failBeforeSending
+    case dropAnswer
+    /// Never answer (until the request is cancelled).
+    case hang
+    /// Send it after this many milliseconds.
+    case delayed(Int)
+}
+
+/// Per-device failure rates, drawn from a seeded generator (the draws' order depends on the
+/// interleaving of the devices, so a seed fixes the scenario and the rates, not every failure).
+final class FaultPlans: Sendable {
+    struct Plan: Sendable {
+        var hang = false
+        /// Faults for the next requests, in order, before the random ones.
+        var script: [Fault] = []
+        var failureRate: Double
+        var generator: SeededGenerator
+        var failures = 0
+        var dropped = 0
+        var requests = 0
+    }
+
+    private static let plans = Mutex<[String: Plan]>([:])
+
+    /// Sets `device`'s failure rate (0 passes everything); half the failures drop the answer.
+    static func set(device: String, failureRate: Double, seed: UInt64) {
+        plans.withLock { plans in
+            var plan = plans[device] ?? Plan(failureRate: failureRate, generator: SeededGenerator(seed: seed))
+            plan.failureRate = failureRate
+            plans[device] = plan
+        }
+    }
+
+    /// The faults of `device`'s next requests, in order.
+    static func script(device: String, _ faults: [Fault]) {
+        plans.withLock { plans in
+            var plan = plans[device] ?? Plan(failureRate: 0, generator: SeededGenerator(seed: 1))
+            plan.script = faults
+            plans[device] = plan
+        }
+    }
+
+    /// Makes every request of `device` hang.
+    static func hang(device: String) {
+        plans.withLock { plans in
+            var plan = plans[device] ?? Plan(failureRate: 0, generator: SeededGenerator(seed: 1))
+            plan.hang = true
+            plans[device] = plan
+        }
+    }
+
+    static func decide(device: String) -> Fault {
+        plans.withLock { plans in
+            guard var plan = plans[device] else { return .none }
+            plan.requests += 1
+            if plan.hang {
+                plans[device] = plan
+                return .hang
+            }
+            if !plan.script.isEmpty {
+                let fault = plan.script.removeFirst()
+                if fault != .none { plan.failures += 1 }
+                plans[device] = plan
+                return fault
+            }
+            var fault = Fault.none
+            if plan.failureRate > 0, Double.random(in: 0..<1, using: &plan.generator) < plan.failureRate {
+                fault = Bool.random(using: &plan.generator) ? .failBeforeSending : .dropAnswer
+                plan.failures += 1
+                if fault == .dropAnswer { plan.dropped += 1 }
+            }
+            plans[device] = plan
+            return fault
+        }
+    }
+
+    /// (requests, failures injected, of which answers dropped) of `device`.
+    static func counts(device: String) -> (requests: Int, failures: Int, dropped: Int) {
+        plans.withLock { plans in (plans[device]?.requests ?? 0, plans[device]?.failures ?? 0, plans[device]?.dropped ?? 0) }
+    }
+
+    static func remove(device: String) {
+        _ = plans.withLock { $0.removeValue(forKey: device) }
+    }
+}

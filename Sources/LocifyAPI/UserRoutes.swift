@@ -15,7 +15,7 @@ struct UserRoutes: Sendable {
             return .json { $0.profile(profile) }
         }))
         router.add(.PUT, "/v1/users/me", Route(handler: .authenticated { request in
-            let profile = try users.update(request.caller, body: request.request.jsonBody())
+            let profile = try users.update(request.caller, name: FieldReader(body: request.request.jsonBody()).requiredString("name"))
             return .json { $0.profile(profile) }
         }))
         router.add(.DELETE, "/v1/users/me", Route(handler: .authenticated { request in

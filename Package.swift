@@ -50,7 +50,7 @@ let package = Package(
         ),
         .target(
             name: "Locify",
-            dependencies: ["Postgres", "FirebaseAdmin", "JSON", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Postgres", "FirebaseAdmin", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .target(
@@ -101,7 +101,7 @@ let package = Package(
             dependencies: ["FirebaseAdmin", "JSON", "TestSupport", "FuzzSupport", .product(name: "Logging", package: "swift-log")],
             path: "Fuzz/FuzzIDToken", swiftSettings: strictSettings),
         .executableTarget(
-            name: "FuzzRequestDecoding", dependencies: ["Locify", "JSON", "FuzzSupport"],
+            name: "FuzzRequestDecoding", dependencies: ["LocifyAPI", "Locify", "JSON", "FuzzSupport"],
             path: "Fuzz/FuzzRequestDecoding", swiftSettings: strictSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strictSettings),
         .testTarget(

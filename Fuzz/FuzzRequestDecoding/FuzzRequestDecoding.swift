@@ -2,12 +2,14 @@ import Foundation
 import FuzzSupport
 import JSON
 import Locify
+import LocifyAPI
 
-/// Fuzzes the request decoding and validation of the API: the input is a request body (JSON
-/// text) decoded as a category (`CategoryDraft(json:)`), a location (`LocationDraft(json:)`),
-/// delete options (`DeleteOptions`, from the body and from query items), a push batch (each
-/// change through `PushItem` and the draft its type and action select) and sync cursors
-/// (`SyncCursor(encoded:)` on the raw input and on every string in the body).
+/// Fuzzes the request decoding of `LocifyAPI` and the validation of `Locify`: the input is a
+/// request body (JSON text) decoded as a category (`CategoryDraft(json:)`), a location
+/// (`LocationDraft(json:)`), delete options (`DeleteOptions`, from the body and from query
+/// items), a push batch (`PushChange.batch(json:)`, each change through `PushChange(json:)` and
+/// the draft its type and action select) and sync cursors (`SyncCursor(encoded:)` on the raw
+/// input and on every string in the body).
 ///
 /// What an accepted draft promises is checked (API.md sections 4 and 11): trimmed names of
 /// 1-255 code points without control characters, https URLs, coordinates in range, at most ten
@@ -28,8 +30,8 @@ enum FuzzRequestDecoding {
             decodeLocation(body)
             decodeDeleteOptions(body)
             decodeChange(body)
-            if case .object(let object) = body, case .array(let changes)? = object["changes"] {
-                for change in changes { decodeChange(change) }
+            if case .success(let changes) = PushChange.batch(json: body, userID: userID) {
+                for change in changes { checkChange(change) }
             }
             forEachString(in: body) { decodeCursor($0) }
         }
@@ -80,20 +82,30 @@ enum FuzzRequestDecoding {
         _ = try? DeleteOptions(body: nil, query: items)
     }
 
-    /// One push change, decoded exactly as `SyncService.push` decodes it before touching the database.
+    /// One push change, decoded as `POST /v1/sync/push` decodes it before touching the database.
     static func decodeChange(_ value: JSONValue) {
-        let item = PushItem(value)
-        _ = item.group
-        _ = item.reportedID
-        guard item.problem == nil, let kind = item.kind, let action = item.action, let data = item.data else { return }
-        let body = JSONValue.object(data)
-        switch (kind, action) {
-        case (.category, .create), (.category, .update):
-            decodeCategory(body)
-        case (.location, .create), (.location, .update):
-            decodeLocation(body)
-        case (_, .delete):
-            if let updatedAt = (try? SyncService.deletion(body))?.1.updatedAt { checkTimestamp(updatedAt) }
+        let change = PushChange(json: value, userID: userID)
+        precondition(PushChange(json: value, userID: userID) == change, "nondeterministic")
+        checkChange(change)
+    }
+
+    /// What an accepted change promises: its draft keeps the draft rules (and is what the draft
+    /// decoders give for the same data); the reported id is lower-case when it is a UUID.
+    static func checkChange(_ change: PushChange) {
+        if let id = change.id, let uuid = UUID(apiString: id) { precondition(id == uuid.lowercasedString, "reported id not lower-case") }
+        guard case .success(let operation) = change.operation else { return }
+        switch operation {
+        case .createCategory(let draft), .updateCategory(let draft):
+            checkName(draft.name)
+            if let icon = draft.icon { checkURL(icon) }
+            [draft.createdAt, draft.updatedAt].compactMap { $0 }.forEach(checkTimestamp)
+        case .createLocation(let draft), .updateLocation(let draft):
+            checkName(draft.name)
+            precondition((-90.0...90.0).contains(draft.latitude) && (-180.0...180.0).contains(draft.longitude), "coordinates")
+            draft.imageURLs.forEach(checkURL)
+            [draft.createdAt, draft.updatedAt].compactMap { $0 }.forEach(checkTimestamp)
+        case .deleteCategory(_, let options), .deleteLocation(_, let options):
+            if let updatedAt = options.updatedAt { checkTimestamp(updatedAt) }
         }
     }
 

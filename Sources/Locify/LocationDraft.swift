@@ -1,90 +1,102 @@
 import Foundation
-import JSON
 
-/// A validated location write (create, upsert or replace) as the client sent it, normalised.
+/// A validated location write (create, upsert or replace), normalised. Every draft passes the
+/// rules of API.md section 11 when it is built, whoever builds it (the JSON layer or code).
+/// Whether `categoryID` names a live category is checked later, against the database (E007).
 public struct LocationDraft: Sendable, Equatable {
     /// Most photos one location may carry.
     public static let maxImageURLs = 10
 
     /// The client-chosen id.
-    public var id: UUID
-    /// The category the location goes into.
-    public var categoryID: UUID
-    /// The display name, trimmed.
-    public var name: String
-    /// The postal address, if any.
-    public var address: String?
-    /// Free-text notes, if any.
-    public var description: String?
-    /// Degrees north, -90 to 90.
-    public var latitude: Double
-    /// Degrees east, -180 to 180.
-    public var longitude: Double
+    public private(set) var id: UUID
+    /// The category the location goes into (checked against the database later: E007).
+    public private(set) var categoryID: UUID
+    /// Trimmed, 1-255 code points, no control characters.
+    public private(set) var name: String
+    /// At most 1000 code points; nil when sent empty or all whitespace.
+    public private(set) var address: String?
+    /// At most 1000 code points; nil when sent empty or all whitespace.
+    public private(set) var description: String?
+    /// -90...90 degrees.
+    public private(set) var latitude: Double
+    /// -180...180 degrees.
+    public private(set) var longitude: Double
     /// Whether the user marked it as a favourite.
-    public var isFavorite: Bool
-    /// Firebase Storage URLs of its photos, at most `maxImageURLs`.
-    public var imageURLs: [String]
+    public private(set) var isFavorite: Bool
+    /// At most ten distinct absolute https URLs.
+    public private(set) var imageURLs: [String]
     /// Sent `created_at` (create only), not yet clamped.
-    public var createdAt: Timestamp?
+    public private(set) var createdAt: Timestamp?
     /// Sent `updated_at`, not yet clamped.
-    public var updatedAt: Timestamp?
+    public private(set) var updatedAt: Timestamp?
 
-    /// A draft from already-validated values.
+    /// Validates and normalises a write, field by field in this order: name, address,
+    /// description, latitude, longitude, image URLs. The first broken rule is thrown: E003
+    /// (`invalidCoordinates`) for a coordinate, E001 (`invalidInput`) naming the field otherwise.
     public init(
         id: UUID, categoryID: UUID, name: String, address: String? = nil, description: String? = nil,
         latitude: Double, longitude: Double, isFavorite: Bool = false, imageURLs: [String] = [],
         createdAt: Timestamp? = nil, updatedAt: Timestamp? = nil
-    ) {
+    ) throws(LocifyError) {
         self.id = id
         self.categoryID = categoryID
-        self.name = name
-        self.address = address
-        self.description = description
-        self.latitude = latitude
-        self.longitude = longitude
+        self.name = try Self.validName(name)
+        self.address = try address.flatMap { (text) throws(LocifyError) in try Self.validAddress(text) }
+        self.description = try description.flatMap { (text) throws(LocifyError) in try Self.validDescription(text) }
+        self.latitude = try Self.validLatitude(latitude)
+        self.longitude = try Self.validLongitude(longitude)
         self.isFavorite = isFavorite
-        self.imageURLs = imageURLs
+        self.imageURLs = try Self.validImageURLs(imageURLs)
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }
 
-    /// Decodes and validates a location body (API.md sections 4 and 11). Whether `category_id`
-    /// names a live category is checked later, against the database (E007).
-    public init(json body: JSONValue, userID: String, pathID: UUID? = nil) throws(LocifyError) {
-        let fields = try FieldReader(body: body)
-        id = try fields.recordID(pathID: pathID)
-        try fields.checkUserID(userID)
-        categoryID = try fields.requiredUUID("category_id")
-        name = try TextRules.name(fields.requiredString("name"), field: "name")
-        address = try fields.optionalString("address").flatMap { (text) throws(LocifyError) in
-            try TextRules.longText(text, field: "address")
-        }
-        description = try fields.optionalString("description").flatMap { (text) throws(LocifyError) in
-            try TextRules.longText(text, field: "description")
-        }
-        latitude = try fields.requiredNumber("latitude")
-        if !(-90.0...90.0).contains(latitude) {
+    /// The name rule: trimmed of Unicode whitespace, then 1-255 code points without control
+    /// characters. Returns the trimmed name. Idempotent.
+    public static func validName(_ raw: String) throws(LocifyError) -> String {
+        try TextRules.name(raw, field: "name")
+    }
+
+    /// At most 1000 code points, no control characters but tab and line breaks; empty or
+    /// all-whitespace becomes nil. Idempotent.
+    public static func validAddress(_ raw: String) throws(LocifyError) -> String? {
+        try TextRules.longText(raw, field: "address")
+    }
+
+    /// The rule of `address`, for `description`.
+    public static func validDescription(_ raw: String) throws(LocifyError) -> String? {
+        try TextRules.longText(raw, field: "description")
+    }
+
+    /// -90...90 (E003 otherwise).
+    public static func validLatitude(_ value: Double) throws(LocifyError) -> Double {
+        guard (-90.0...90.0).contains(value) else {
             throw .invalidCoordinates(FieldIssue(field: "latitude", message: "must be between -90 and 90"))
         }
-        longitude = try fields.requiredNumber("longitude")
-        if !(-180.0...180.0).contains(longitude) {
+        return value
+    }
+
+    /// -180...180 (E003 otherwise).
+    public static func validLongitude(_ value: Double) throws(LocifyError) -> Double {
+        guard (-180.0...180.0).contains(value) else {
             throw .invalidCoordinates(FieldIssue(field: "longitude", message: "must be between -180 and 180"))
         }
-        isFavorite = try fields.bool("is_favorite", default: false)
-        imageURLs = try fields.stringArray("image_urls")
-        if imageURLs.count > LocationDraft.maxImageURLs {
-            throw .invalid("image_urls", "must hold at most \(LocationDraft.maxImageURLs) URLs")
+        return value
+    }
+
+    /// At most ten absolute https URLs, no two the same. Returned unchanged.
+    public static func validImageURLs(_ urls: [String]) throws(LocifyError) -> [String] {
+        if urls.count > maxImageURLs {
+            throw .invalid("image_urls", "must hold at most \(maxImageURLs) URLs")
         }
-        for url in imageURLs {
+        for url in urls {
             _ = try TextRules.httpsURL(url, field: "image_urls")
         }
         // Compared by code points: canonically equivalent spellings are different URLs.
-        if Set(imageURLs.map { Array($0.unicodeScalars) }).count != imageURLs.count {
+        if Set(urls.map { Array($0.unicodeScalars) }).count != urls.count {
             throw .invalid("image_urls", "must not contain duplicates")
         }
-        try fields.checkSyncStatus()
-        createdAt = try fields.optionalTimestamp("created_at")
-        updatedAt = try fields.optionalTimestamp("updated_at")
+        return urls
     }
 
     /// Whether this write carries the same editable content as `stored` (idempotent replay test).

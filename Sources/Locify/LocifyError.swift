@@ -45,7 +45,7 @@ public enum LocifyError: Error, Sendable, Equatable {
     case cursorExpired
 
     /// A field-level E001.
-    static func invalid(_ field: String, _ message: String) -> LocifyError {
+    package static func invalid(_ field: String, _ message: String) -> LocifyError {
         .invalidInput(FieldIssue(field: field, message: message))
     }
 }

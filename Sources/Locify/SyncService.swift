@@ -1,5 +1,4 @@
 import Foundation
-import JSON
 import Postgres
 
 /// Batch sync (API.md section 7): push applies a batch of offline changes one by one through the
@@ -14,52 +13,42 @@ public struct SyncService: Sendable {
     let maxPushChanges: Int
 }
 
-/// One change of a push batch, decoded as far as it could be. Package-visible for the
-/// request-decoding fuzz target.
-package struct PushItem {
-    package enum Action: String {
-        case create, update, delete
+/// One change of a push batch as the API layer decoded it: the write to apply, or why it cannot
+/// be applied (a malformed envelope or a draft that breaks a rule), which fails this change alone.
+public struct PushChange: Sendable, Equatable {
+    /// The write a well-formed change asks for.
+    public enum Operation: Sendable, Equatable {
+        case createCategory(CategoryDraft)
+        case updateCategory(CategoryDraft)
+        case deleteCategory(id: UUID, DeleteOptions)
+        case createLocation(LocationDraft)
+        case updateLocation(LocationDraft)
+        case deleteLocation(id: UUID, DeleteOptions)
     }
 
-    package var typeName: String?
-    package var kind: RecordKind?
-    package var action: Action?
-    package var data: JSONObject?
-    /// Why the item cannot be applied, when its envelope is malformed.
-    package var problem: LocifyError?
+    /// The change's `type` as sent (nil when absent or not a string), echoed in its result.
+    public var type: String?
+    /// The change's `data.id` as reported in its result (lower-case when it is a UUID).
+    public var id: String?
+    /// The write, or the error its result reports (E001-E004, E006).
+    public var operation: Result<Operation, LocifyError>
 
-    package init(_ value: JSONValue) {
-        guard case .object(let change) = value else {
-            problem = .invalid("changes", "every change must be an object")
-            return
-        }
-        typeName = change["type"]?.stringValue
-        kind = typeName.flatMap(RecordKind.init(name:))
-        action = change["action"]?.stringValue.flatMap(Action.init(rawValue:))
-        switch change["data"] {
-        case .object(let data)?: self.data = data
-        case nil, .null?: problem = .missingField("data")
-        default: problem = .invalid("data", "must be an object")
-        }
-        if action == nil { problem = .invalid("action", "must be create, update or delete") }
-        if kind == nil { problem = .invalid("type", "must be category or location") }
+    public init(type: String?, id: String?, operation: Result<Operation, LocifyError>) {
+        self.type = type
+        self.id = id
+        self.operation = operation
     }
 
     /// The order group of API.md section 7: category creates and updates, then every location
-    /// change, then category deletes (malformed items go first; they only report an error).
-    package var group: Int {
-        switch (kind, action) {
-        case (.category?, .delete?): return 3
-        case (.location?, _): return 2
-        case (.category?, _): return 1
-        default: return 0
+    /// change, then category deletes. Changes that cannot be applied go first; they only report
+    /// their error.
+    var group: Int {
+        switch operation {
+        case .failure: return 0
+        case .success(.createCategory), .success(.updateCategory): return 1
+        case .success(.createLocation), .success(.updateLocation), .success(.deleteLocation): return 2
+        case .success(.deleteCategory): return 3
         }
-    }
-
-    /// The id to report: lower-case when it is a UUID, as sent otherwise.
-    package var reportedID: String? {
-        guard let text = data?["id"]?.stringValue else { return nil }
-        return UUID(apiString: text)?.lowercasedString ?? text
     }
 }
 
@@ -84,47 +73,39 @@ public struct PushResult: Sendable {
 }
 
 extension SyncService {
-    /// Applies a push batch. The whole request fails only when the batch itself is malformed or
-    /// too large (nothing is applied then), when the token is refused, or when the database fails;
-    /// a bad change only fails its own result.
-    public func push(_ caller: Caller, body: JSONValue) throws -> [PushResult] {
-        // The account gate once up front: a batch whose changes never reach a write transaction
-        // (empty, all malformed, too large) must refuse a revoked token too (API.md section 2).
-        try pool.withConnection { connection in
-            try AccountGate.read(connection, caller, "SELECT tokens_valid_after FROM users WHERE id = \(caller.userID)", now: categories.now) { _ in }
-        }
-        guard case .object(let object) = body else { throw LocifyError.invalid("body", "must be a JSON object") }
-        let elements: [JSONValue]
-        switch object["changes"] {
-        case .array(let array)?: elements = array
-        case nil, .null?: throw LocifyError.missingField("changes")
-        default: throw LocifyError.invalid("changes", "must be an array")
-        }
-        if elements.count > maxPushChanges {
+    /// Applies a push batch, given as decoded by the API layer: the changes, or why the batch
+    /// itself is malformed. The whole request fails only when the batch is malformed or too large
+    /// (nothing is applied then), when the token is refused, or when the database fails; a bad
+    /// change only fails its own result.
+    public func push(_ caller: Caller, _ batch: Result<[PushChange], LocifyError>) throws -> [PushResult] {
+        // The account gate once, up front: it refuses a revoked token before a malformed batch is
+        // reported, and provisions a new user, even when no change reaches a write transaction
+        // (an empty batch, or every change malformed) (API.md section 2).
+        try pool.withConnection { connection in try AccountGate.admit(connection, caller, now: categories.now) }
+        let changes = try batch.get()
+        if changes.count > maxPushChanges {
             throw LocifyError.invalid("changes", "must hold at most \(maxPushChanges) changes")
         }
-        // The account gate runs even when no change reaches the database (an empty batch, or
-        // every change malformed): a revoked token is refused, a new user provisioned.
-        try pool.withConnection { connection in try AccountGate.admit(connection, caller, now: categories.now) }
-        let items = elements.map(PushItem.init)
-        var outcomes = [PushResult.Outcome?](repeating: nil, count: items.count)
-        let order = items.indices.sorted { (items[$0].group, $0) < (items[$1].group, $1) }
+        var outcomes = [PushResult.Outcome?](repeating: nil, count: changes.count)
+        let order = changes.indices.sorted { (changes[$0].group, $0) < (changes[$1].group, $1) }
         for index in order {
-            outcomes[index] = try apply(items[index], caller)
+            outcomes[index] = try apply(changes[index].operation, caller)
         }
-        return items.indices.map { index in
+        return changes.indices.map { index in
             PushResult(
-                type: items[index].typeName, id: items[index].reportedID,
+                type: changes[index].type, id: changes[index].id,
                 outcome: outcomes[index] ?? .failed(.invalid("changes", "was not applied")))
         }
     }
 
-    private func apply(_ item: PushItem, _ caller: Caller) throws -> PushResult.Outcome {
-        guard item.problem == nil, let kind = item.kind, let action = item.action, let data = item.data else {
-            return .failed(item.problem ?? .invalid("changes", "is malformed"))
+    private func apply(_ operation: Result<PushChange.Operation, LocifyError>, _ caller: Caller) throws -> PushResult.Outcome {
+        let write: PushChange.Operation
+        switch operation {
+        case .success(let operation): write = operation
+        case .failure(let error): return .failed(error)
         }
         do {
-            return .applied(try apply(kind, action, .object(data), caller))
+            return .applied(try apply(write, caller))
         } catch LocifyError.conflict(let state) {
             return .conflict(state)
         } catch let error as LocifyError where error.belongsToOneChange {
@@ -132,32 +113,23 @@ extension SyncService {
         }
     }
 
-    private func apply(_ kind: RecordKind, _ action: PushItem.Action, _ data: JSONValue, _ caller: Caller) throws -> RecordState {
-        let userID = caller.userID
-        switch (kind, action) {
-        case (.category, .create):
-            return .category(try categories.create(caller, CategoryDraft(json: data, userID: userID)).record)
-        case (.category, .update):
-            return .category(try categories.replace(caller, CategoryDraft(json: data, userID: userID)).record)
-        case (.location, .create):
-            return .location(try locations.create(caller, LocationDraft(json: data, userID: userID)).record)
-        case (.location, .update):
-            return .location(try locations.replace(caller, LocationDraft(json: data, userID: userID)).record)
-        case (.category, .delete):
-            let (id, options) = try Self.deletion(data)
+    private func apply(_ operation: PushChange.Operation, _ caller: Caller) throws -> RecordState {
+        switch operation {
+        case .createCategory(let draft):
+            return .category(try categories.create(caller, draft).record)
+        case .updateCategory(let draft):
+            return .category(try categories.replace(caller, draft).record)
+        case .createLocation(let draft):
+            return .location(try locations.create(caller, draft).record)
+        case .updateLocation(let draft):
+            return .location(try locations.replace(caller, draft).record)
+        case .deleteCategory(let id, let options):
             return try categories.delete(
                 caller, id: id, updatedAt: options.updatedAt, reassignTo: options.reassignCategoryID
             ).state
-        case (.location, .delete):
-            let (id, options) = try Self.deletion(data)
+        case .deleteLocation(let id, let options):
             return try locations.delete(caller, id: id, updatedAt: options.updatedAt).state
         }
-    }
-
-    /// The id and options of a pushed delete (package-visible for the fuzz target).
-    package static func deletion(_ data: JSONValue) throws(LocifyError) -> (UUID, DeleteOptions) {
-        let id = try FieldReader(body: data).requiredUUID("id")
-        return (id, try DeleteOptions(body: data, query: []))
     }
 }
 

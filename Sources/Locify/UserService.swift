@@ -1,4 +1,3 @@
-import JSON
 import Postgres
 
 /// The caller's own account (API.md section 8): profile, rename, and deletion that erases every
@@ -29,10 +28,10 @@ public struct UserService: Sendable {
         }
     }
 
-    /// `PUT /v1/users/me`: only `name` is taken (1-255 characters after trimming); `id` and
-    /// `email` are ignored.
-    public func update(_ caller: Caller, body: JSONValue) throws -> UserProfile {
-        let name = try TextRules.name(FieldReader(body: body).requiredString("name"), field: "name")
+    /// `PUT /v1/users/me`: renames the user; the name must pass the name rule (trimmed, 1-255
+    /// code points, no control characters; E001 otherwise).
+    public func update(_ caller: Caller, name raw: String) throws -> UserProfile {
+        let name = try TextRules.name(raw, field: "name")
         return try pool.withTransaction { connection in
             _ = try AccountGate.beginWrite(connection, caller, now: now)
             let rows = try connection.query(

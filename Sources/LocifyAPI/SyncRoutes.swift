@@ -18,7 +18,7 @@ struct SyncRoutes: Sendable {
         let sync = services.sync
         let cleanupQueued = self.cleanupQueued
         router.addAuthenticated(.POST, "/v1/sync/push") { request in
-            let results = try sync.push(request.caller, body: request.request.jsonBody())
+            let results = try sync.push(request.caller, PushChange.batch(json: request.request.jsonBody(), userID: request.userID))
             if results.contains(where: \.isCategoryDelete) { cleanupQueued() }
             return .json(capacity: 64 + 400 * results.count) { writer in
                 writer.beginObject()

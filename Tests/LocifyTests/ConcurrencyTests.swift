@@ -29,8 +29,8 @@ struct ConcurrencyTests {
         let categories = [UUID(), UUID()]
         for category in categories { _ = try db.services.categories.create(caller, CategoryDraft(id: category, name: "C")) }
         let id = UUID()
-        @Sendable func draft(_ second: Int64) -> LocationDraft {
-            LocationDraft(
+        @Sendable func draft(_ second: Int64) throws -> LocationDraft {
+            try LocationDraft(
                 id: id, categoryID: categories[Int(second % 2)], name: "write \(second)", latitude: Double(second) / 10,
                 longitude: 0, isFavorite: second % 3 == 0, updatedAt: Self.base.adding(milliseconds: second * 1000))
         }
@@ -42,7 +42,7 @@ struct ConcurrencyTests {
         let dealt = Self.dealtTimes(seed: seed)
         try runOnThreads(Self.threads) { thread in
             for (index, second) in dealt[thread].enumerated() {
-                let write = draft(second)
+                let write = try draft(second)
                 let result: WriteResult
                 do {
                     // Alternate the two write forms: POST (upsert) and PUT (replace).
@@ -86,7 +86,7 @@ struct ConcurrencyTests {
         let dealt = Self.dealtTimes(seed: 42)
         try runOnThreads(Self.threads) { thread in
             for (index, second) in dealt[thread].enumerated() {
-                let draft = CategoryDraft(
+                let draft = try CategoryDraft(
                     id: id, name: "name \(second)", icon: "https://example.com/\(second).png",
                     updatedAt: Self.base.adding(milliseconds: second * 1000))
                 do {
@@ -121,7 +121,7 @@ struct ConcurrencyTests {
             try runOnThreads(Self.threads) { _ in
                 let outcome: String
                 if kind == "location" {
-                    let draft = LocationDraft(
+                    let draft = try LocationDraft(
                         id: id, categoryID: DefaultCategories.all[1].id, name: "Same", latitude: 1, longitude: 2, updatedAt: at)
                     switch try db.services.locations.create(caller, draft) {
                     case .created(let record): outcome = "created \(record.version)"
@@ -152,7 +152,7 @@ struct ConcurrencyTests {
         let id = UUID()
         let outcomes = Locked<[WriteOutcome<Location>]>([])
         try runOnThreads(Self.threads) { thread in
-            let draft = LocationDraft(id: id, categoryID: DefaultCategories.all[0].id, name: "thread \(thread)", latitude: 0, longitude: 0)
+            let draft = try LocationDraft(id: id, categoryID: DefaultCategories.all[0].id, name: "thread \(thread)", latitude: 0, longitude: 0)
             let outcome = try db.services.locations.create(caller, draft)
             outcomes.withLock { $0.append(outcome) }
         }

@@ -70,7 +70,7 @@ struct CountersTests {
         let favorite = Bool.random(using: &random)
         // Mostly unstamped writes (they always win); now and then a stale one that must lose.
         let stale: Timestamp? = Int.random(in: 0..<8, using: &random) == 0 ? Timestamp(milliseconds: 1_000) : nil
-        let draft = LocationDraft(
+        let draft = try LocationDraft(
             id: location, categoryID: category, name: "L", latitude: 1, longitude: 1, isFavorite: favorite, updatedAt: stale)
         do {
             switch Int.random(in: 0..<100, using: &random) {

@@ -25,7 +25,7 @@ struct FaultTransactionTests {
         let target = try services.categories.create(caller, CategoryDraft(id: UUID(), name: "Target")).record
         var locations: [UUID] = []
         for index in 0..<20 {
-            let draft = LocationDraft(id: UUID(), categoryID: category.id, name: "Place \(index)", latitude: 1, longitude: 2)
+            let draft = try LocationDraft(id: UUID(), categoryID: category.id, name: "Place \(index)", latitude: 1, longitude: 2)
             locations.append(try services.locations.create(caller, draft).record.id)
         }
         let before = try snapshot(fixture.pool, caller.userID)

@@ -33,10 +33,13 @@ struct ServiceSmokeTests {
         #expect(category.version == 1 && category.locationCount == 0)
         let t1 = Timestamp(rfc3339: "2025-01-01T10:00:00Z")
         let locationID = UUID()
-        var draft = LocationDraft(
-            id: locationID, categoryID: categoryID, name: "Place", latitude: 1, longitude: 2, isFavorite: true,
-            imageURLs: ["https://firebasestorage.googleapis.com/v0/b/test-bucket/o/locations%2F\(caller.userID)%2Fx%2Fa.jpg?alt=media"],
-            updatedAt: t1)
+        let imageURL = "https://firebasestorage.googleapis.com/v0/b/test-bucket/o/locations%2F\(caller.userID)%2Fx%2Fa.jpg?alt=media"
+        func makeDraft(name: String, updatedAt: Timestamp?) throws -> LocationDraft {
+            try LocationDraft(
+                id: locationID, categoryID: categoryID, name: name, latitude: 1, longitude: 2, isFavorite: true,
+                imageURLs: [imageURL], updatedAt: updatedAt)
+        }
+        var draft = try makeDraft(name: "Place", updatedAt: t1)
         guard case .created = try db.services.locations.create(caller, draft) else {
             Issue.record("expected created")
             return
@@ -46,9 +49,9 @@ struct ServiceSmokeTests {
             return
         }
         #expect(replayed.version == 1)
-        draft.name = "Other"
+        draft = try makeDraft(name: "Other", updatedAt: t1)
         #expect(throws: LocifyError.self) { try db.services.locations.create(caller, draft) }
-        draft.updatedAt = Timestamp(rfc3339: "2025-01-02T10:00:00Z")
+        draft = try makeDraft(name: "Other", updatedAt: Timestamp(rfc3339: "2025-01-02T10:00:00Z"))
         guard case .updated(let updated) = try db.services.locations.replace(caller, draft) else {
             Issue.record("expected update")
             return

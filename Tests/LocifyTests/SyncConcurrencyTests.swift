@@ -1,5 +1,4 @@
 import Foundation
-import JSON
 import Postgres
 import Synchronization
 import Testing
@@ -26,56 +25,55 @@ struct SyncConcurrencyTests {
 
     /// One random push batch of 1-8 creates, updates and deletes (mostly server-stamped, a few
     /// with an old `updated_at` that will lose); every id it creates goes into `registry`.
-    static func randomBatch(writer: Int, batch: Int, rng: inout SeededGenerator, shared: Shared) -> JSONValue {
-        var changes: [JSONValue] = []
+    static func randomBatch(writer: Int, batch: Int, rng: inout SeededGenerator, shared: Shared) throws -> Result<[PushChange], LocifyError> {
+        var changes: [PushChange] = []
         for index in 0..<Int.random(in: 1...8, using: &rng) {
             let known = shared.registry.withLock { $0 }
             let categoryPool = known.categories + DefaultCategories.all.map(\.id)
             func anyCategory() -> UUID { categoryPool.randomElement(using: &rng) ?? DefaultCategories.all[0].id }
             let name = "w\(writer)-b\(batch)-\(index)"
-            var data: JSONObject
-            var type = "location"
-            var action = "create"
+            let make: (Timestamp?) throws -> (String, PushChange.Operation)
             switch Int.random(in: 0..<100, using: &rng) {
             case 0..<12:
                 let id = UUID()
                 shared.registry.withLock { $0.categories.append(id) }
-                (type, data) = ("category", ["id": .string(id.uuidString), "name": .string(name)])
+                make = { ("category", .createCategory(try CategoryDraft(id: id, name: name, updatedAt: $0))) }
             case 12..<45:
                 let id = UUID()
                 shared.registry.withLock { $0.locations.append(id) }
-                data = Self.location(id, category: anyCategory(), name: name, rng: &rng)
+                let location = Self.location(id, category: anyCategory(), name: name, rng: &rng)
+                make = { ("location", .createLocation(try location($0))) }
             case 45..<72:
                 guard let id = known.locations.randomElement(using: &rng) else { continue }
-                action = "update"
-                data = Self.location(id, category: anyCategory(), name: name + " edited", rng: &rng)
+                let location = Self.location(id, category: anyCategory(), name: name + " edited", rng: &rng)
+                make = { ("location", .updateLocation(try location($0))) }
             case 72..<88:
                 guard let id = known.locations.randomElement(using: &rng) else { continue }
-                action = "delete"
-                data = ["id": .string(id.uuidString)]
+                make = { ("location", .deleteLocation(id: id, DeleteOptions(updatedAt: $0))) }
             case 88..<94:
                 guard let id = known.categories.randomElement(using: &rng) else { continue }
-                (type, action) = ("category", "update")
-                data = ["id": .string(id.uuidString), "name": .string(name + " renamed")]
+                make = { ("category", .updateCategory(try CategoryDraft(id: id, name: name + " renamed", updatedAt: $0))) }
             default:
                 guard let id = known.categories.randomElement(using: &rng) else { continue }
-                (type, action) = ("category", "delete")
-                data = ["id": .string(id.uuidString)]
-                if Bool.random(using: &rng) { data["reassign_category_id"] = .string(anyCategory().uuidString) }
+                let target = Bool.random(using: &rng) ? anyCategory() : nil
+                make = { ("category", .deleteCategory(id: id, DeleteOptions(updatedAt: $0, reassignCategoryID: target))) }
             }
-            if Int.random(in: 0..<10, using: &rng) == 0 { data["updated_at"] = "2025-01-01T00:00:00Z" }
-            changes.append(["type": .string(type), "action": .string(action), "data": .object(data)])
+            let stale = Int.random(in: 0..<10, using: &rng) == 0 ? Timestamp(rfc3339: "2025-01-01T00:00:00Z") : nil
+            let (type, operation) = try make(stale)
+            changes.append(PushChange(type: type, id: nil, operation: .success(operation)))
         }
-        return ["changes": .array(changes)]
+        return .success(changes)
     }
 
-    private static func location(_ id: UUID, category: UUID, name: String, rng: inout SeededGenerator) -> JSONObject {
-        [
-            "id": .string(id.uuidString), "category_id": .string(category.uuidString), "name": .string(name),
-            "latitude": .number(Double.random(in: -90...90, using: &rng).rounded()),
-            "longitude": .number(Double.random(in: -180...180, using: &rng).rounded()),
-            "is_favorite": .bool(Bool.random(using: &rng)),
-        ]
+    /// A location draft with random coordinates and flag, its `updated_at` given later.
+    private static func location(_ id: UUID, category: UUID, name: String, rng: inout SeededGenerator) -> (Timestamp?) throws -> LocationDraft {
+        let latitude = Double.random(in: -90...90, using: &rng).rounded()
+        let longitude = Double.random(in: -180...180, using: &rng).rounded()
+        let isFavorite = Bool.random(using: &rng)
+        return { updatedAt in
+            try LocationDraft(
+                id: id, categoryID: category, name: name, latitude: latitude, longitude: longitude, isFavorite: isFavorite, updatedAt: updatedAt)
+        }
     }
 
     /// Reads the feed from a snapshot on until `isFinished()` was true before a pull that
@@ -108,7 +106,7 @@ struct SyncConcurrencyTests {
         // A history before the readers start, so the first snapshot spans several pages.
         var setup = SeededGenerator(seed: seed)
         for batch in 0..<8 {
-            _ = try sync.push(caller, body: Self.randomBatch(writer: 99, batch: batch, rng: &setup, shared: shared))
+            _ = try sync.push(caller, Self.randomBatch(writer: 99, batch: batch, rng: &setup, shared: shared))
         }
 
         let isFinished: @Sendable () -> Bool = { shared.writersDone.load(ordering: .acquiring) }
@@ -124,7 +122,7 @@ struct SyncConcurrencyTests {
                 var statuses = [0, 0, 0]  // applied, conflict, error
                 for batch in 0..<batches {
                     if writer == 0 && batch == batches / 2 { halfway.signal() }
-                    let results = try sync.push(caller, body: Self.randomBatch(writer: writer, batch: batch, rng: &rng, shared: shared))
+                    let results = try sync.push(caller, Self.randomBatch(writer: writer, batch: batch, rng: &rng, shared: shared))
                     for result in results {
                         switch result.outcome {
                         case .applied: statuses[0] += 1

@@ -37,6 +37,8 @@ import report  # noqa: E402
 import seeding  # noqa: E402
 
 WORKLOADS = ["health", "list", "list_cat", "categories", "create"]  # create last: it grows the data
+# Run only when asked for (--workloads ...,push): a sync push of one location create.
+OPTIONAL_WORKLOADS = ["push"]
 PROJECT_ID = "bench-project"
 USER_ID_BASE = 10**18  # user ids are decimal numbers, so pgbench can pick one with random()
 DATABASE = "bench"
@@ -79,7 +81,8 @@ def parse_arguments(argv):
     parser.add_argument("--ceiling", action="store_true",
                         help="also run pgbench with locify-server's list SQL (bench/http/ceiling-list.sql)")
     parser.add_argument("--workloads", default=",".join(WORKLOADS),
-                        help="comma-separated subset of " + ", ".join(WORKLOADS) + " (default all)")
+                        help="comma-separated subset of " + ", ".join(WORKLOADS + OPTIONAL_WORKLOADS)
+                             + " (default all but " + ", ".join(OPTIONAL_WORKLOADS) + ")")
     parser.add_argument("--duration", type=int, default=15, help="measured seconds per workload (default 15)")
     parser.add_argument("--warmup", type=int, default=2, help="warm-up seconds before each measurement (default 2)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, targets interleaved; the median round is reported (default 3)")
@@ -101,10 +104,10 @@ def parse_arguments(argv):
     parser.add_argument("--keep", action="store_true",
                         help="keep the work folder (clusters, server logs) instead of deleting it; printed at the end")
     args = parser.parse_args(argv)
-    unknown = [name for name in args.workloads.split(",") if name not in WORKLOADS]
+    unknown = [name for name in args.workloads.split(",") if name not in WORKLOADS + OPTIONAL_WORKLOADS]
     if unknown:
         parser.error(f"unknown workloads: {', '.join(unknown)}")
-    args.workloads = [name for name in WORKLOADS if name in args.workloads.split(",")]
+    args.workloads = [name for name in WORKLOADS + OPTIONAL_WORKLOADS if name in args.workloads.split(",")]
     for name in ("duration", "rounds", "connections", "threads", "users", "categories", "locations",
                  "seed_concurrency", "timeout", "max_runtime"):
         if getattr(args, name) < 1:

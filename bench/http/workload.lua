@@ -2,7 +2,8 @@
 --
 --   wrk ... -s bench/http/workload.lua URL -- WORKLOAD USERS_FILE NONCE
 --
--- WORKLOAD is health, list, list_cat, categories or create. USERS_FILE has one line per user:
+-- WORKLOAD is health, list, list_cat, categories, create or push (a sync push of one location
+-- create: the same body as create, inside {"changes":[{"type","action","data"}]}). USERS_FILE has one line per user:
 -- "<uid>\t<ID token>\t<category id>,<category id>,...". Requests rotate over the users (and, for
 -- list_cat and create, over each user's categories), so every server sees the same request stream.
 -- NONCE is 15 hex digits, new for every wrk run: with the wrk thread number and a per-thread
@@ -86,7 +87,7 @@ function init(args)
         for _, user in ipairs(users) do
             prepared[#prepared + 1] = get("/v1/categories", user)
         end
-    elseif workload == "create" then
+    elseif workload == "create" or workload == "push" then
         for _, user in ipairs(users) do
             assert(#user.categories > 0, "user " .. user.uid .. " has no categories")
         end
@@ -97,7 +98,8 @@ function init(args)
     cursor = (thread - 1) * 7
 end
 
-local function create_request()
+-- The next new location (body text) and the user who writes it.
+local function next_location()
     counter = counter + 1
     local user = users[(counter + cursor) % #users + 1]
     local category = user.categories[math.floor(counter / #users) % #user.categories + 1]
@@ -111,16 +113,32 @@ local function create_request()
         id, category, counter, counter % 1000 + 1,
         (counter % 17000) / 100 - 85, (counter % 35000) / 100 - 175,
         counter % 10 == 0 and "true" or "false")
-    return wrk.format("POST", "/v1/locations", {
+    return user, body
+end
+
+local function post(path, user, body)
+    return wrk.format("POST", path, {
         ["Accept"] = "application/json",
         ["Authorization"] = user.authorization,
         ["Content-Type"] = "application/json",
     }, body)
 end
 
+local function create_request()
+    local user, body = next_location()
+    return post("/v1/locations", user, body)
+end
+
+local function push_request()
+    local user, body = next_location()
+    return post("/v1/sync/push", user, '{"changes":[{"type":"location","action":"create","data":' .. body .. '}]}')
+end
+
 function request()
     if workload == "create" then
         return create_request()
+    elseif workload == "push" then
+        return push_request()
     end
     cursor = cursor % #prepared + 1
     return prepared[cursor]

@@ -1,8 +1,10 @@
 import Foundation
 import JSON
+import Locify
 
-/// Reads typed fields of a JSON request object, turning each rule violation into its API error:
-/// absent or null required field E004, wrong type E001, malformed UUID E002.
+/// Reads typed fields of a JSON request object, turning each wire-format violation into its
+/// domain error: absent or null required field E004, wrong type E001, malformed UUID E002. The
+/// rules on the values themselves belong to the domain (the drafts' initializers).
 struct FieldReader {
     let object: JSONObject
 
@@ -88,6 +90,16 @@ struct FieldReader {
             strings.append(text)
         }
         return strings
+    }
+
+    /// The record id of a write: from the path when given (a differing body id is E001), else
+    /// the required body `id`.
+    func recordID(pathID: UUID?) throws(LocifyError) -> UUID {
+        guard let pathID else { return try requiredUUID("id") }
+        if let bodyID = try optionalUUID("id"), bodyID != pathID {
+            throw .invalid("id", "must match the id in the path")
+        }
+        return pathID
     }
 
     /// `user_id` is read-only: when sent it must be the caller's id (E006).

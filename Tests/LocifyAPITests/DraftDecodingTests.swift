@@ -1,8 +1,9 @@
 import Foundation
 import JSON
+import Locify
 import Testing
 
-@testable import Locify
+@testable import LocifyAPI
 
 @Suite("Request bodies decode into validated drafts (API.md sections 4 and 11)")
 struct DraftDecodingTests {
@@ -134,5 +135,51 @@ struct DraftDecodingTests {
         }
         let draft = try LocationDraft(json: location(#","updated_at":"2025-01-01T10:00:00.5+01:00""#), userID: "u")
         #expect(draft.updatedAt == Timestamp(rfc3339: "2025-01-01T09:00:00.500Z"))
+    }
+
+    @Test("the first problem in field order is the one reported, rule or type alike")
+    func firstProblemWins() throws {
+        // A name that breaks its rule comes before a malformed sync_status.
+        #expect(throws: LocifyError.invalid("name", "must not be empty")) {
+            try CategoryDraft(json: try json(#"{"id":"\#(categoryID)","name":"  ","sync_status":"dirty"}"#), userID: "u")
+        }
+        // An icon of the wrong type comes before a bad created_at.
+        #expect(throws: LocifyError.invalid("icon", "must be a string")) {
+            try CategoryDraft(json: try json(#"{"id":"\#(categoryID)","name":"a","icon":1,"created_at":"x"}"#), userID: "u")
+        }
+        // Coordinates out of range (E003) come before a malformed is_favorite (E001).
+        #expect(throws: LocifyError.invalidCoordinates(FieldIssue(field: "latitude", message: "must be between -90 and 90"))) {
+            try LocationDraft(
+                json: try json(#"{"id":"\#(categoryID)","category_id":"\#(categoryID)","name":"a","latitude":91,"longitude":0,"is_favorite":"yes"}"#),
+                userID: "u")
+        }
+        // A long address comes before a missing latitude.
+        #expect(throws: LocifyError.invalid("address", "must be at most 1000 characters")) {
+            try LocationDraft(
+                json: try json(#"{"id":"\#(categoryID)","category_id":"\#(categoryID)","name":"a","address":"\#(String(repeating: "x", count: 1001))"}"#),
+                userID: "u")
+        }
+        // A foreign user_id comes before a name of the wrong type.
+        #expect(throws: LocifyError.forbidden(FieldIssue(field: "user_id", message: "must be the authenticated user's id"))) {
+            try CategoryDraft(json: try json(#"{"id":"\#(categoryID)","user_id":"other","name":5}"#), userID: "u")
+        }
+    }
+
+    @Test("delete options come from the body, else the query; malformed values are E001 and E002")
+    func deleteOptions() throws {
+        let target = try #require(UUID(apiString: categoryID))
+        let fromQuery = try DeleteOptions(
+            body: nil, query: [(name: "updated_at", value: "2025-01-01T00:00:00Z"), (name: "reassign_category_id", value: categoryID)])
+        #expect(fromQuery == DeleteOptions(updatedAt: Timestamp(rfc3339: "2025-01-01T00:00:00Z"), reassignCategoryID: target))
+        let bodyWins = try DeleteOptions(
+            body: json(#"{"updated_at":"2025-02-01T00:00:00Z"}"#), query: [(name: "updated_at", value: "2025-01-01T00:00:00Z")])
+        #expect(bodyWins.updatedAt == Timestamp(rfc3339: "2025-02-01T00:00:00Z"))
+        #expect(throws: LocifyError.invalid("body", "must be a JSON object")) { try DeleteOptions(body: try json("[]"), query: []) }
+        #expect(throws: LocifyError.invalid("updated_at", "must be an RFC 3339 timestamp")) {
+            try DeleteOptions(body: nil, query: [(name: "updated_at", value: "soon")])
+        }
+        #expect(throws: LocifyError.invalidUUID(FieldIssue(field: "reassign_category_id", message: "must be a UUID"))) {
+            try DeleteOptions(body: try json(#"{"reassign_category_id":"nope"}"#), query: [])
+        }
     }
 }

@@ -1,0 +1,22 @@
+import Foundation
+import JSON
+import Locify
+
+extension CategoryDraft {
+    /// Decodes a category body (API.md sections 4 and 11) into a draft the domain validates.
+    /// Each field's domain rule is applied as the field is read, so the first problem reported is
+    /// the first in field order (id, user_id, name, icon, sync_status, created_at, updated_at).
+    /// - Parameter pathID: the id from `PUT /v1/categories/{id}`; the body's id is then optional
+    ///   but must match (E001 otherwise).
+    package init(json body: JSONValue, userID: String, pathID: UUID? = nil) throws(LocifyError) {
+        let fields = try FieldReader(body: body)
+        let id = try fields.recordID(pathID: pathID)
+        try fields.checkUserID(userID)
+        let name = try CategoryDraft.validName(fields.requiredString("name"))
+        let icon = try fields.optionalString("icon").map { (icon) throws(LocifyError) in try CategoryDraft.validIcon(icon) }
+        try fields.checkSyncStatus()
+        let createdAt = try fields.optionalTimestamp("created_at")
+        let updatedAt = try fields.optionalTimestamp("updated_at")
+        try self.init(id: id, name: name, icon: icon, createdAt: createdAt, updatedAt: updatedAt)
+    }
+}

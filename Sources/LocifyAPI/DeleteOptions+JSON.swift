@@ -1,0 +1,22 @@
+import Foundation
+import JSON
+import Locify
+
+extension DeleteOptions {
+    /// Reads the options from an optional JSON body (which must be an object) and the query
+    /// items; a field in the body wins over the same field in the query.
+    package init(body: JSONValue?, query: [(name: String, value: String)]) throws(LocifyError) {
+        let fields = try body.map { (body) throws(LocifyError) in try FieldReader(body: body) }
+        func text(_ field: String) throws(LocifyError) -> String? {
+            if let value = try fields?.optionalString(field) { return value }
+            return query.last(where: { $0.name == field })?.value
+        }
+        let updatedAt = try text("updated_at").map { (text) throws(LocifyError) in
+            try FieldReader.timestamp(text, field: "updated_at")
+        }
+        let reassignCategoryID = try text("reassign_category_id").map { (text) throws(LocifyError) in
+            try FieldReader.uuid(text, field: "reassign_category_id")
+        }
+        self.init(updatedAt: updatedAt, reassignCategoryID: reassignCategoryID)
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+import JSON
+import Locify
+
+extension LocationDraft {
+    /// Decodes a location body (API.md sections 4 and 11) into a draft the domain validates.
+    /// Each field's domain rule is applied as the field is read, so the first problem reported is
+    /// the first in field order (id, user_id, category_id, name, address, description, latitude,
+    /// longitude, is_favorite, image_urls, sync_status, created_at, updated_at).
+    /// - Parameter pathID: the id from `PUT /v1/locations/{id}`; the body's id is then optional
+    ///   but must match (E001 otherwise).
+    package init(json body: JSONValue, userID: String, pathID: UUID? = nil) throws(LocifyError) {
+        let fields = try FieldReader(body: body)
+        let id = try fields.recordID(pathID: pathID)
+        try fields.checkUserID(userID)
+        let categoryID = try fields.requiredUUID("category_id")
+        let name = try LocationDraft.validName(fields.requiredString("name"))
+        let address = try fields.optionalString("address").flatMap { (text) throws(LocifyError) in
+            try LocationDraft.validAddress(text)
+        }
+        let description = try fields.optionalString("description").flatMap { (text) throws(LocifyError) in
+            try LocationDraft.validDescription(text)
+        }
+        let latitude = try LocationDraft.validLatitude(fields.requiredNumber("latitude"))
+        let longitude = try LocationDraft.validLongitude(fields.requiredNumber("longitude"))
+        let isFavorite = try fields.bool("is_favorite", default: false)
+        let imageURLs = try LocationDraft.validImageURLs(fields.stringArray("image_urls"))
+        try fields.checkSyncStatus()
+        let createdAt = try fields.optionalTimestamp("created_at")
+        let updatedAt = try fields.optionalTimestamp("updated_at")
+        try self.init(
+            id: id, categoryID: categoryID, name: name, address: address, description: description,
+            latitude: latitude, longitude: longitude, isFavorite: isFavorite, imageURLs: imageURLs,
+            createdAt: createdAt, updatedAt: updatedAt)
+    }
+}

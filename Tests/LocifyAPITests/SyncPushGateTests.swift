@@ -1,0 +1,73 @@
+import Foundation
+import JSON
+import Postgres
+import Testing
+import TestSupport
+import TestSupportServer
+
+/// The account gate of `POST /v1/sync/push` (API.md sections 2 and 7): one gate query per push,
+/// run before the batch is looked at.
+@Suite("Sync push: the account gate runs once per push, before the batch is read")
+struct SyncPushGateTests {
+    @Test("an empty push reads the users table exactly once (one gate query), and answers 200 with no results")
+    func oneGateQueryPerPush() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let token = try server.token(for: "gate-" + UUID().uuidString.lowercased().prefix(12))
+        // The first push provisions the account; the pushes measured after it only pass the gate.
+        var response = try server.request("POST", "/v1/sync/push", token: token, json: ["changes": []])
+        #expect(response.status == 200 && response.object == ["results": []])
+        let before = try Self.usersTableReads(server)
+        let pushes = 5
+        for _ in 0..<pushes {
+            response = try server.request("POST", "/v1/sync/push", token: token, json: ["changes": []])
+            #expect(response.status == 200 && response.object == ["results": []])
+        }
+        let after = try Self.usersTableReads(server)
+        #expect(after - before == Int64(pushes), "reads of users per empty push: \(Double(after - before) / Double(pushes))")
+    }
+
+    @Test("a revoked token is refused with 401 E005 before a malformed push body is reported")
+    func revokedBeforeMalformedBody() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let token = try server.token(for: "gate-" + UUID().uuidString.lowercased().prefix(12))
+        #expect(try server.request("POST", "/v1/sync/push", token: token, json: ["changes": []]).status == 200)
+        #expect(try server.request("DELETE", "/v1/users/me", token: token).status == 204)
+        for body: JSONValue in [["other": 1], ["changes": "not an array"], [["changes": []]]] {
+            let response = try server.request("POST", "/v1/sync/push", token: token, json: body)
+            #expect(response.status == 401 && response.errorCode == "E005", "\(response.text)")
+        }
+    }
+
+    /// Sequential and index scans of `users` so far. Ends the server's database sessions first:
+    /// a backend flushes its table statistics when it exits (otherwise up to seconds later); the
+    /// server's pool replaces the closed connections on its next checkout.
+    static func usersTableReads(_ server: TestServer) throws -> Int64 {
+        let pids = try server.pool.withConnection { connection in
+            try connection.query(
+                """
+                SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid()
+                """
+            ).map { row in try row.decode(0, as: Int32.self) }
+        }
+        // The test pool's other connection may be among the ended ones: a query on it fails once.
+        let exited = eventually(timeout: .seconds(30)) {
+            let remaining = try? server.pool.withConnection { connection in
+                try connection.query("SELECT count(*)::bigint FROM pg_stat_activity WHERE pid = ANY(\(pids))").first?
+                    .decode(0, as: Int64.self)
+            }
+            return remaining == 0
+        }
+        #expect(exited, "the server's database sessions ended")
+        return try server.pool.withConnection { connection in
+            try connection.query(
+                """
+                SELECT (seq_scan + coalesce(idx_scan, 0))::bigint FROM pg_stat_user_tables
+                WHERE relname = 'users' AND schemaname = current_schema()
+                """
+            ).first?.decode(0, as: Int64.self) ?? -1
+        }
+    }
+}

@@ -20,6 +20,8 @@ public struct CloudStorageClient: Sendable {
     /// How many DELETEs `deleteFolder` runs at once (default 10).
     public var maxConcurrentDeletes: Int
 
+    /// A client of the Cloud Storage JSON API at `baseURL` (a trailing slash is dropped); `tokens`
+    /// nil sends no Authorization. `maxConcurrentDeletes` is at least 1.
     public init(
         baseURL: String = CloudStorageClient.defaultBaseURL, transport: any HTTPTransport,
         tokens: (any AccessTokenSource)?, timeout: Double = 10, maxConcurrentDeletes: Int = 10

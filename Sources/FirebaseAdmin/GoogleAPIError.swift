@@ -10,6 +10,7 @@ public struct GoogleAPIError: Error, Sendable, Equatable, CustomStringConvertibl
     /// Seconds the server asked us to wait (`Retry-After`), when given.
     public var retryAfter: Double?
 
+    /// A failure with its status (nil: no response), message and retry classification.
     public init(status: Int?, message: String, retryable: Bool, retryAfter: Double? = nil) {
         self.status = status
         self.message = message
@@ -17,6 +18,7 @@ public struct GoogleAPIError: Error, Sendable, Equatable, CustomStringConvertibl
         self.retryAfter = retryAfter
     }
 
+    /// The status (or "no response") and the message, for logs: `HTTP 503: backend error (retryable)`.
     public var description: String {
         let code = status.map { "HTTP \($0)" } ?? "no response"
         return "\(code): \(message)" + (retryable ? " (retryable)" : "")

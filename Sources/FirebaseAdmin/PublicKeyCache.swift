@@ -30,6 +30,7 @@ public final class PublicKeyCache: Sendable {
         /// Longest lifetime granted to a key set, whatever max-age the endpoint sends. Default 86,400 s.
         public var maximumMaxAge: Double
 
+        /// A configuration with the defaults documented on each property; tests shorten them.
         public init(
             defaultMaxAge: Double = 300, unknownKeyRefetchInterval: Double = 60, refreshAhead: Double = 60,
             retryAfterFailure: Double = 10, fetchWait: Double = 0.5, maximumMaxAge: Double = 86_400

@@ -5,6 +5,7 @@ public struct StorageObjectReference: Sendable, Equatable {
     /// The object name (decoded; may contain `/`).
     public var path: String
 
+    /// The object `path` (decoded, as Cloud Storage names it) in `bucket`.
     public init(bucket: String, path: String) {
         self.bucket = bucket
         self.path = path

@@ -10,6 +10,7 @@ public final class CleanupSkips: Sendable {
     private let counts = Mutex<[String: Int]>([:])
     private let logger: Logger
 
+    /// Zero counts; each skip is logged as a warning on `logger`.
     public init(logger: Logger) {
         self.logger = logger
     }

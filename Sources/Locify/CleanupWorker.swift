@@ -27,6 +27,7 @@ public final class CleanupWorker: Sendable {
         /// at the default backoff). Default 50.
         public var maxAttempts: Int = 50
 
+        /// The default timing: poll every 5 s, back off from 2 s doubling up to 3600 s, give up after 50 attempts.
         public init() {}
     }
 

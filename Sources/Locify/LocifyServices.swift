@@ -10,6 +10,7 @@ public struct LocifySettings: Sendable {
     /// Most changes in one sync push. Default 50.
     public var maxPushChanges: Int = 50
 
+    /// Settings for clean-ups in `storageBucket`, with the default retention and push limit.
     public init(storageBucket: String) {
         self.storageBucket = storageBucket
     }
@@ -17,13 +18,19 @@ public struct LocifySettings: Sendable {
 
 /// Every domain service, wired to one database pool and clock.
 public struct LocifyServices: Sendable {
+    /// Category listing, reads, writes and deletes.
     public let categories: CategoryService
+    /// Location listing, reads, writes and deletes.
     public let locations: LocationService
+    /// Sync push (through the two services above) and pull of the change feed.
     public let sync: SyncService
+    /// The caller's profile, rename and account deletion.
     public let users: UserService
     /// Storage clean-ups skipped because the object name cannot exist (shared with the worker).
     public let cleanupSkips: CleanupSkips
 
+    /// The services on `pool` with `settings`; `now` is the clock every write stamps (tests inject
+    /// one), and `cleanupSkips` is shared with the clean-up worker so `/metrics` sees one count.
     public init(
         pool: ConnectionPool, settings: LocifySettings, now: @escaping @Sendable () -> Timestamp = Timestamp.now,
         cleanupSkips: CleanupSkips = CleanupSkips(logger: Logger(label: "locify.cleanup"))

@@ -18,13 +18,18 @@ public struct ApplicationDependencies: Sendable {
     /// Where `/openapi.yaml` is read from. Default `openapi.yaml` in the working directory.
     public var openAPIPath = "openapi.yaml"
 
+    /// The production dependencies: real Google transport and clock, default worker timing, no
+    /// HTTP adjustments, `openapi.yaml` in the working directory.
     public init() {}
 }
 
 /// The assembled server: HTTP front, database pool, domain services and background workers.
 public final class Application: Sendable {
+    /// The HTTP server; it listens once `start` has run.
     public let server: HTTPServer
+    /// The database pool requests run on (the background workers have a small pool of their own).
     public let pool: ConnectionPool
+    /// The worker running the durable Google clean-up jobs, started and stopped with the server.
     public let cleanupWorker: CleanupWorker
     /// The route table: every (method, path pattern) the server answers (HEAD implied by GET).
     public let routes: [(method: HTTPMethod, pattern: String)]

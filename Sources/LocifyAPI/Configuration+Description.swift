@@ -6,9 +6,10 @@ extension Configuration: CustomStringConvertible, CustomDebugStringConvertible {
     public var description: String {
         var redacted = self
         redacted.databaseURL = PostgresConfiguration.redacted(databaseURL)
-        return "Configuration(" + Mirror(reflecting: redacted).children.map { "\($0.label ?? "?"): \($0.value)" }
-            .joined(separator: ", ") + ")"
+        return "Configuration("
+            + Mirror(reflecting: redacted).children.map { "\($0.label ?? "?"): \($0.value)" }.joined(separator: ", ") + ")"
     }
 
+    /// The same redacted text as `description`, so `debugPrint` and `\(debug:)` leak nothing either.
     public var debugDescription: String { description }
 }

@@ -63,6 +63,8 @@ public struct Configuration: Sendable {
     /// Most changes in one sync push. Default 50.
     public var maxPushChanges: Int = 50
 
+    /// Google's endpoint of the certificates that sign Firebase ID tokens: the default of
+    /// `idTokenCertsURL` (`LOCIFY_ID_TOKEN_CERTS_URL`).
     public static let googleCertsURL =
         "https://www.googleapis.com/robot/v1/metadata/x509/securetoken@system.gserviceaccount.com"
 
@@ -76,9 +78,12 @@ public struct Configuration: Sendable {
 
 /// A missing or invalid environment value, named so the operator can fix it.
 public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    /// The environment variable at fault, e.g. `DATABASE_URL`.
     public var variable: String
+    /// What is wrong with its value, e.g. `is required but not set`.
     public var problem: String
 
+    /// `VARIABLE: problem`, as the server prints it on standard error before exiting.
     public var description: String { "\(variable): \(problem)" }
 }
 

@@ -27,25 +27,25 @@ struct OperationsRoutes: Sendable {
 
     func register(in router: inout Router<Route>) {
         let health = authEmulatorMode ? Self.okEmulator : Self.ok
-        router.add(.GET, "/health", Route(handler: .open { _ in health }))
+        router.addOpen(.GET, "/health") { _ in health }
         let draining = self.draining
         let readiness = self.readiness
-        router.add(.GET, "/health/ready", Route(handler: .open { _ in
+        router.addOpen(.GET, "/health/ready") { _ in
             if draining.isDraining { throw APIError.unavailable("server is shutting down") }
             guard readiness.isReady() else { throw APIError.unavailable("database unreachable") }
             return health
-        }))
+        }
         let metrics = self.metrics
-        router.add(.GET, "/metrics", Route(handler: .open { _ in
+        router.addOpen(.GET, "/metrics") { _ in
             HTTPResponse(
                 status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
                 body: Array(metrics().utf8))
-        }))
+        }
         let document = openAPIDocument
-        router.add(.GET, "/openapi.yaml", Route(handler: .open { _ in
+        router.addOpen(.GET, "/openapi.yaml") { _ in
             guard let document else { throw APIError.routeNotFound }
             return HTTPResponse(status: .ok, headers: ["Content-Type": "application/yaml; charset=utf-8"], body: document)
-        }))
+        }
     }
 
     private static let ok = HTTPResponse.json(.ok, Array(#"{"status":"ok"}"#.utf8))

@@ -25,6 +25,7 @@ public struct LocalSnapshot: Codable, Sendable, Hashable {
     /// The id the next outbox entry gets.
     public var nextOutboxID: Int64
 
+    /// A snapshot with these parts; the default is the empty state of a first launch.
     public init(
         categories: [UUID: Category] = [:], locations: [UUID: Location] = [:], outbox: [OutboxEntry] = [],
         cursor: String? = nil, nextOutboxID: Int64 = 1
@@ -41,6 +42,7 @@ public struct LocalSnapshot: Codable, Sendable, Hashable {
         case nextOutboxID = "next_outbox_id"
     }
 
+    /// Decodes the form ``encode(to:)`` writes (records as arrays; a repeated id keeps the last one).
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let categories = try container.decode([Category].self, forKey: .categories)
@@ -52,6 +54,7 @@ public struct LocalSnapshot: Codable, Sendable, Hashable {
         nextOutboxID = try container.decode(Int64.self, forKey: .nextOutboxID)
     }
 
+    /// Encodes the records as arrays sorted by id, so the same state always gives the same JSON.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(categories.values.sorted { $0.id.uuidString < $1.id.uuidString }, forKey: .categories)
@@ -86,25 +89,35 @@ public struct LocalSnapshot: Codable, Sendable, Hashable {
 
 /// One atomic change of a ``LocalSnapshot``: removals are applied before upserts.
 public struct LocalChanges: Sendable, Hashable {
+    /// Categories to insert or replace, by id.
     public var upsertedCategories: [Category] = []
+    /// Categories to remove (absent ids are ignored).
     public var removedCategoryIDs: [UUID] = []
+    /// Locations to insert or replace, by id.
     public var upsertedLocations: [Location] = []
+    /// Locations to remove (absent ids are ignored).
     public var removedLocationIDs: [UUID] = []
     /// New outbox entries, or new versions of existing ones (same id).
     public var upsertedOutbox: [OutboxEntry] = []
+    /// Outbox entries to drop: acknowledged by the server or folded into a later change.
     public var removedOutboxIDs: [Int64] = []
     /// A new cursor (`.init(value: nil)` forgets it), or nil to keep it.
     public var cursor: CursorChange?
+    /// A new value for ``LocalSnapshot/nextOutboxID`` (it never decreases), or nil to keep it.
     public var nextOutboxID: Int64?
 
     /// A cursor to store (nil: none, start from a snapshot).
     public struct CursorChange: Sendable, Hashable {
+        /// The cursor to store; nil forgets it, so the next pull starts from a snapshot.
         public var value: String?
+        /// A change to cursor `value` (nil: forget the cursor).
         public init(value: String?) { self.value = value }
     }
 
+    /// An empty change set, to fill field by field.
     public init() {}
 
+    /// Whether the change set changes nothing (no commit is needed).
     public var isEmpty: Bool { self == LocalChanges() }
 }
 
@@ -117,8 +130,10 @@ public actor InMemoryStore: LocalStore {
         self.snapshot = snapshot
     }
 
+    /// The snapshot held in memory.
     public func load() async throws -> LocalSnapshot { snapshot }
 
+    /// Applies `changes` to the snapshot in memory.
     public func commit(_ changes: LocalChanges) async throws {
         snapshot.apply(changes)
     }
@@ -136,6 +151,10 @@ public actor FileStore: LocalStore {
         self.url = url
     }
 
+    /// Reads the file the first time (an empty snapshot if it does not exist yet), then returns the
+    /// state held in memory.
+    ///
+    /// - Throws: The file's read or decoding error.
     public func load() async throws -> LocalSnapshot {
         if let snapshot { return snapshot }
         let loaded: LocalSnapshot
@@ -148,6 +167,10 @@ public actor FileStore: LocalStore {
         return loaded
     }
 
+    /// Applies `changes` and rewrites the whole file atomically; the state in memory changes only once
+    /// the file is written.
+    ///
+    /// - Throws: The file's encoding or write error (the file then keeps the previous state).
     public func commit(_ changes: LocalChanges) async throws {
         var next = try await load()
         next.apply(changes)

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-    import FoundationNetworking
+import FoundationNetworking
 #endif
 
 /// The Locify REST API, one async method per `/v1` endpoint. Stateless and `Sendable`: share
@@ -102,12 +102,16 @@ public struct LocifyAPIClient: Sendable {
             case name
         }
 
+        /// Only the locations of this category (a category the user does not have gives an empty page).
         public var categoryID: UUID?
+        /// Only favourites (true) or only the others (false); nil for both.
         public var isFavorite: Bool?
         /// Case-insensitive substring of name, address or description.
         public var search: String?
+        /// The order; nil leaves the server's default (`created_at`, newest first).
         public var sort: Sort?
 
+        /// A query; every filter nil lists all the user's live locations.
         public init(categoryID: UUID? = nil, isFavorite: Bool? = nil, search: String? = nil, sort: Sort? = nil) {
             self.categoryID = categoryID
             self.isFavorite = isFavorite

@@ -15,10 +15,14 @@ public struct ServerError: Sendable, Hashable {
 
     /// One `details` entry.
     public struct FieldDetail: Codable, Sendable, Hashable {
+        /// The request field at fault, e.g. `name`.
         public var field: String
+        /// What is wrong with it, e.g. `must not be empty`.
         public var message: String
     }
 
+    /// An error as the server described it; ``LocifyError`` builds these from responses, tests and
+    /// previews may too.
     public init(status: Int, code: String, message: String, details: [FieldDetail] = [], requestID: String? = nil) {
         self.status = status
         self.code = code

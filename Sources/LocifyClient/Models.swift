@@ -11,9 +11,12 @@ public typealias LocifyLocation = Location
 /// A category as the server stores it (and as the local store keeps it). Records made on this
 /// device and not yet pushed have `version` 0 and no `userID`.
 public struct Category: Codable, Sendable, Hashable, Identifiable {
+    /// The client-chosen id, sent on create; the four default categories have deterministic UUIDv5
+    /// ids, the same on every device.
     public var id: UUID
     /// The owner (the token's `sub`); nil for a record not yet pushed.
     public var userID: String?
+    /// Trimmed, 1-255 characters, no control characters (the server refuses others with E001).
     public var name: String
     /// An absolute `https` URL, or nil.
     public var icon: String?
@@ -24,10 +27,13 @@ public struct Category: Codable, Sendable, Hashable, Identifiable {
     public var locationCount: Int
     /// The server's version: 1 on creation, +1 on every accepted write; 0 before the first push.
     public var version: Int
+    /// When the record was created; sent on create (clamped to the server's clock), ignored on update.
     public var createdAt: Date
     /// When the user made the change on a device: the last-write-wins clock.
     public var updatedAt: Date
 
+    /// A category with every field given; for a new one leave `userID` nil and `version` 0, and set
+    /// `updatedAt` to the moment of the edit (the last-write-wins clock).
     public init(
         id: UUID, userID: String? = nil, name: String, icon: String? = nil, isDefault: Bool = false,
         locationCount: Int = 0, version: Int = 0, createdAt: Date, updatedAt: Date
@@ -52,6 +58,7 @@ public struct Category: Codable, Sendable, Hashable, Identifiable {
         case updatedAt = "updated_at"
     }
 
+    /// Decodes the server's JSON; absent `is_default`, `location_count` and `version` read as false, 0, 0.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(UUID.self, forKey: .id)
@@ -71,23 +78,35 @@ public struct Category: Codable, Sendable, Hashable, Identifiable {
 
 /// A location as the server stores it (and as the local store keeps it).
 public struct Location: Codable, Sendable, Hashable, Identifiable {
+    /// The client-chosen id, sent on create.
     public var id: UUID
+    /// The owner (the token's `sub`); nil for a record not yet pushed.
     public var userID: String?
+    /// The category the location belongs to: one of the user's live categories, else the write fails with E007.
     public var categoryID: UUID
+    /// Trimmed, 1-255 characters, no control characters.
     public var name: String
+    /// At most 1000 characters; empty or blank text is stored as nil.
     public var address: String?
+    /// At most 1000 characters; empty or blank text is stored as nil.
     public var description: String?
+    /// Degrees in [-90, 90] (outside: E003).
     public var latitude: Double
+    /// Degrees in [-180, 180] (outside: E003).
     public var longitude: Double
+    /// Whether the user marked the location as a favourite.
     public var isFavorite: Bool
     /// At most 10 distinct absolute `https` URLs.
     public var imageURLs: [String]
     /// The server's version; 0 before the first push.
     public var version: Int
+    /// When the record was created; sent on create (clamped to the server's clock), ignored on update.
     public var createdAt: Date
     /// When the user made the change on a device: the last-write-wins clock.
     public var updatedAt: Date
 
+    /// A location with every field given; for a new one leave `userID` nil and `version` 0, and set
+    /// `updatedAt` to the moment of the edit (the last-write-wins clock).
     public init(
         id: UUID, userID: String? = nil, categoryID: UUID, name: String, address: String? = nil,
         description: String? = nil, latitude: Double, longitude: Double, isFavorite: Bool = false,
@@ -118,6 +137,7 @@ public struct Location: Codable, Sendable, Hashable, Identifiable {
         case updatedAt = "updated_at"
     }
 
+    /// Decodes the server's JSON; absent optional fields read as their defaults (`image_urls` as []).
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(UUID.self, forKey: .id)
@@ -146,9 +166,12 @@ public struct Location: Codable, Sendable, Hashable, Identifiable {
 
 /// What remains of a deleted record (`{"id", "deleted": true, "deleted_at"}`).
 public struct Tombstone: Codable, Sendable, Hashable {
+    /// The id of the deleted record.
     public var id: UUID
+    /// When the record was deleted: the tombstone's last-write-wins clock.
     public var deletedAt: Date
 
+    /// A tombstone of record `id`, deleted at `deletedAt`.
     public init(id: UUID, deletedAt: Date) {
         self.id = id
         self.deletedAt = deletedAt
@@ -159,12 +182,14 @@ public struct Tombstone: Codable, Sendable, Hashable {
         case deletedAt = "deleted_at"
     }
 
+    /// Decodes `id` and `deleted_at`; `deleted` is not checked here (decoding a `RecordState` checks it).
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(UUID.self, forKey: .id)
         deletedAt = try container.decode(Date.self, forKey: .deletedAt)
     }
 
+    /// Encodes the server's form, `{"id", "deleted": true, "deleted_at"}`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
@@ -185,6 +210,7 @@ public enum RecordState: Sendable, Hashable {
     case location(Location)
     case tombstone(RecordKind, Tombstone)
 
+    /// The record's id, live or deleted.
     public var id: UUID {
         switch self {
         case .category(let category): return category.id
@@ -193,6 +219,7 @@ public enum RecordState: Sendable, Hashable {
         }
     }
 
+    /// Whether the record is a category or a location, live or deleted.
     public var kind: RecordKind {
         switch self {
         case .category: return .category
@@ -248,10 +275,15 @@ extension RecordState {
 
 /// The user's profile (`GET /v1/users/me`).
 public struct UserProfile: Codable, Sendable, Hashable {
+    /// The user's id: the Firebase token's `sub`.
     public var id: String
+    /// The email of the token that created the user, if it had one.
     public var email: String?
+    /// The display name: from the token at first, then as set by `PUT /v1/users/me`.
     public var name: String?
+    /// When the server first saw the user.
     public var createdAt: Date
+    /// When the profile last changed.
     public var updatedAt: Date
 
     enum CodingKeys: String, CodingKey {
@@ -274,6 +306,7 @@ public struct ServerInfo: Codable, Sendable, Hashable {
     /// How long tombstones (and sync cursors) live, in seconds.
     public var tombstoneRetentionSeconds: Int
 
+    /// Limits with the given values, e.g. for tests or previews (the client decodes the server's from `GET /v1/info`).
     public init(
         maxPushChanges: Int, maxPageSize: Int, maxPullLimit: Int, maxBodyBytes: Int, tombstoneRetentionSeconds: Int
     ) {
@@ -295,14 +328,20 @@ public struct ServerInfo: Codable, Sendable, Hashable {
 
 /// One page of a listing, with the server's counts.
 public struct Page<Element: Decodable & Sendable>: Decodable, Sendable {
+    /// The records of this page, in the listing's order.
     public var data: [Element]
+    /// The counts and the page asked for.
     public var meta: Meta
 
     /// `meta` of a listing: `total_pages` is `ceil(total_count / size)`.
     public struct Meta: Decodable, Sendable, Hashable {
+        /// Records matching the query, across all pages.
         public var totalCount: Int
+        /// `ceil(totalCount / size)`: 0 when nothing matches.
         public var totalPages: Int
+        /// This page's number, from 1.
         public var page: Int
+        /// The page size asked for.
         public var size: Int
 
         enum CodingKeys: String, CodingKey {

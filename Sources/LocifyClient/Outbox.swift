@@ -4,11 +4,13 @@ import Foundation
 public struct OutboxEntry: Codable, Sendable, Hashable, Identifiable {
     /// Increasing: the order the changes were made.
     public var id: Int64
+    /// The change to push, as the server will receive it.
     public var change: PushChange
     /// For a category delete: the local locations it removed (cascade) or moved (reassign), as
     /// they were. Restored when the server keeps the category (a newer edit elsewhere won).
     public var displaced: [Location]
 
+    /// Entry `id` (from ``LocalSnapshot/nextOutboxID``) for `change`; `displaced` as for the property.
     public init(id: Int64, change: PushChange, displaced: [Location] = []) {
         self.id = id
         self.change = change

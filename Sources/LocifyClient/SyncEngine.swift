@@ -495,16 +495,26 @@ public actor SyncEngine {
 
 /// A location as the app edits it (the engine stamps the time and keeps the server's fields).
 public struct LocationDraft: Sendable, Hashable {
+    /// The location's id: a new random one for a new location, the record's own for an edit.
     public var id: UUID
+    /// Its category, which must exist in the local copy (else ``SyncEngine/saveLocation(_:)`` throws E007).
     public var categoryID: UUID
+    /// Trimmed when saved; blank is refused (E001).
     public var name: String
+    /// At most 1000 characters; blank is saved as nil.
     public var address: String?
+    /// At most 1000 characters; blank is saved as nil.
     public var description: String?
+    /// Degrees in [-90, 90] (else E003 at save).
     public var latitude: Double
+    /// Degrees in [-180, 180] (else E003 at save).
     public var longitude: Double
+    /// Whether the user marked the location as a favourite.
     public var isFavorite: Bool
+    /// At most 10 distinct absolute `https` URLs.
     public var imageURLs: [String]
 
+    /// A new location (a random `id` by default) with these fields, for ``SyncEngine/saveLocation(_:)``.
     public init(
         id: UUID = UUID(), categoryID: UUID, name: String, address: String? = nil, description: String? = nil,
         latitude: Double, longitude: Double, isFavorite: Bool = false, imageURLs: [String] = []

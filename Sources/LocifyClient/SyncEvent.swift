@@ -30,13 +30,18 @@ public enum SyncEvent: Sendable, Hashable {
 public struct SyncReport: Sendable, Hashable {
     /// Changes sent (a replayed batch counts again).
     public var pushed = 0
+    /// Changes the server applied or replayed.
     public var applied = 0
+    /// Changes that lost to a newer server version (E008); the server's record was adopted.
     public var conflicts = 0
+    /// Changes the server refused with another error; the local copy was replaced by the server's
+    /// record, or removed when the server has none.
     public var rejected = 0
     /// Feed entries applied.
     public var pulled = 0
     /// Whether the cursor had expired and the copy was rebuilt from a snapshot.
     public var resynced = false
 
+    /// An empty report (every total 0); the engine fills it during a sync.
     public init() {}
 }

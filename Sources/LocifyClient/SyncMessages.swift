@@ -11,6 +11,7 @@ public struct PushResult: Decodable, Sendable, Hashable {
     public var kind: RecordKind?
     /// The change's `data.id`.
     public var id: UUID?
+    /// Whether the change was applied, lost a conflict or was refused.
     public var status: Status
     /// For `applied`, the record after the change (a tombstone for a delete); for `conflict`,
     /// the server's version.
@@ -22,6 +23,8 @@ public struct PushResult: Decodable, Sendable, Hashable {
         case type, id, status, data, error
     }
 
+    /// Decodes one entry of the push response's `results`; `data` is read as a record of `type`
+    /// (none without `type`), `error` with the E008 record attached for a conflict.
     public init(from decoder: any Decoder) throws {
         struct ErrorBody: Decodable {
             var code: String
@@ -48,6 +51,7 @@ public enum FeedChange: Decodable, Sendable, Hashable {
     case upsert(RecordState)
     case delete(RecordKind, Tombstone)
 
+    /// Whether the change is about a category or a location.
     public var kind: RecordKind {
         switch self {
         case .upsert(let state): return state.kind
@@ -55,6 +59,7 @@ public enum FeedChange: Decodable, Sendable, Hashable {
         }
     }
 
+    /// The id of the record changed or deleted.
     public var id: UUID {
         switch self {
         case .upsert(let state): return state.id
@@ -67,6 +72,8 @@ public enum FeedChange: Decodable, Sendable, Hashable {
         case deletedAt = "deleted_at"
     }
 
+    /// Decodes `{"type", "action", "id", "data", "deleted_at"}`: the record from `data` for an
+    /// `upsert`, a tombstone from `id` and `deleted_at` for a `delete`.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let kind = try container.decode(RecordKind.self, forKey: .type)
@@ -88,6 +95,7 @@ public enum FeedChange: Decodable, Sendable, Hashable {
 
 /// One page of the change feed.
 public struct FeedPage: Decodable, Sendable, Hashable {
+    /// The changes of this page, in feed order (empty when nothing changed).
     public var changes: [FeedChange]
     /// Opaque: pass it back as `since`.
     public var cursor: String

@@ -2,12 +2,16 @@ import Foundation
 
 /// The body of a category create or replace: the editable fields and the device's `updated_at`.
 public struct CategoryWrite: Codable, Sendable, Hashable {
+    /// The category's id: chosen by the client on create, the record replaced on update.
     public var id: UUID
+    /// Trimmed by the server; 1-255 characters, no control characters.
     public var name: String
+    /// An absolute `https` URL of at most 2048 characters, or nil for none.
     public var icon: String?
     /// When the user made the change on the device; nil lets the server stamp it (never conflicts).
     public var updatedAt: Date?
 
+    /// A create or replace of category `id` with these fields, made at `updatedAt` (nil: the server stamps it).
     public init(id: UUID, name: String, icon: String? = nil, updatedAt: Date? = nil) {
         self.id = id
         self.name = name
@@ -20,6 +24,8 @@ public struct CategoryWrite: Codable, Sendable, Hashable {
         case updatedAt = "updated_at"
     }
 
+    /// Encodes the request body; `icon` is always sent (null clears it, a replace being complete) and
+    /// `updated_at` only when set.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
@@ -31,18 +37,28 @@ public struct CategoryWrite: Codable, Sendable, Hashable {
 
 /// The body of a location create or replace.
 public struct LocationWrite: Codable, Sendable, Hashable {
+    /// The location's id: chosen by the client on create, the record replaced on update.
     public var id: UUID
+    /// One of the user's live categories (else E007).
     public var categoryID: UUID
+    /// Trimmed by the server; 1-255 characters, no control characters.
     public var name: String
+    /// At most 1000 characters; nil (or blank) for none.
     public var address: String?
+    /// At most 1000 characters; nil (or blank) for none.
     public var description: String?
+    /// Degrees in [-90, 90] (else E003).
     public var latitude: Double
+    /// Degrees in [-180, 180] (else E003).
     public var longitude: Double
+    /// Whether the user marked the location as a favourite.
     public var isFavorite: Bool
+    /// At most 10 distinct absolute `https` URLs of at most 2048 characters each.
     public var imageURLs: [String]
     /// When the user made the change on the device; nil lets the server stamp it.
     public var updatedAt: Date?
 
+    /// A create or replace of location `id` with these fields, made at `updatedAt` (nil: the server stamps it).
     public init(
         id: UUID, categoryID: UUID, name: String, address: String? = nil, description: String? = nil,
         latitude: Double, longitude: Double, isFavorite: Bool = false, imageURLs: [String] = [], updatedAt: Date? = nil
@@ -67,6 +83,8 @@ public struct LocationWrite: Codable, Sendable, Hashable {
         case updatedAt = "updated_at"
     }
 
+    /// Encodes the request body; optional fields are always sent (null clears them, a replace being
+    /// complete) except `updated_at`, sent only when set.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
@@ -84,11 +102,15 @@ public struct LocationWrite: Codable, Sendable, Hashable {
 
 /// The body of a delete: the deletion's time and, for a category, where its locations move.
 public struct DeleteWrite: Codable, Sendable, Hashable {
+    /// The record to delete.
     public var id: UUID
+    /// When the user deleted it on the device; nil lets the server stamp it. A live record newer than
+    /// this makes the delete fail with E008.
     public var updatedAt: Date?
     /// Categories only: move the locations there instead of deleting them with the category.
     public var reassignCategoryID: UUID?
 
+    /// A delete of record `id`, made at `updatedAt`; for a category, `reassignCategoryID` keeps its locations.
     public init(id: UUID, updatedAt: Date? = nil, reassignCategoryID: UUID? = nil) {
         self.id = id
         self.updatedAt = updatedAt
@@ -101,6 +123,7 @@ public struct DeleteWrite: Codable, Sendable, Hashable {
         case reassignCategoryID = "reassign_category_id"
     }
 
+    /// Encodes the request body, each optional field only when set.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
@@ -123,6 +146,7 @@ public enum PushChange: Codable, Sendable, Hashable {
         case create, update, delete
     }
 
+    /// Whether the change is about a category or a location (`type` in the message).
     public var kind: RecordKind {
         switch self {
         case .createCategory, .updateCategory, .deleteCategory: return .category
@@ -130,6 +154,7 @@ public enum PushChange: Codable, Sendable, Hashable {
         }
     }
 
+    /// Whether the change creates, updates or deletes (`action` in the message).
     public var action: Action {
         switch self {
         case .createCategory, .createLocation: return .create
@@ -170,6 +195,7 @@ public enum PushChange: Codable, Sendable, Hashable {
         case type, action, data
     }
 
+    /// Decodes `{"type", "action", "data"}`, the form the outbox stores and the server reads.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let kind = try container.decode(RecordKind.self, forKey: .type)
@@ -184,6 +210,7 @@ public enum PushChange: Codable, Sendable, Hashable {
         }
     }
 
+    /// Encodes `{"type", "action", "data"}`, the form of `POST /v1/sync/push`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(kind, forKey: .type)

@@ -18,11 +18,17 @@ public final class FakeGoogle: Sendable {
 
     /// One request as the fake saw it.
     public struct RecordedRequest: Sendable {
+        /// The endpoint the request was routed to; nil when no endpoint matched (answered 404).
         public var endpoint: Endpoint?
+        /// The request method, e.g. `POST`.
         public var method: String
+        /// The raw path, still percent-encoded, without the query.
         public var path: String
+        /// The raw query string, without the `?` ("" when there was none).
         public var query: String
+        /// The header fields in the order they were sent.
         public var headers: [(String, String)]
+        /// The request body bytes.
         public var body: [UInt8]
 
         /// The first value of header `name` (case-insensitive).
@@ -33,9 +39,12 @@ public final class FakeGoogle: Sendable {
 
     /// An object deletion the fake performed.
     public struct Deletion: Sendable, Hashable {
+        /// The bucket the object was deleted from.
         public var bucket: String
+        /// The object name, percent-decoded.
         public var name: String
 
+        /// A deletion of object `name` in `bucket`, to compare with `deletions`.
         public init(bucket: String, name: String) {
             self.bucket = bucket
             self.name = name
@@ -301,7 +310,8 @@ public final class FakeGoogle: Sendable {
             if method == "DELETE", afterBucket.hasPrefix("/o/") { return .storageDelete }
             return nil
         }
-        let identityPath = path.hasPrefix("/identitytoolkit.googleapis.com/")
+        let identityPath =
+            path.hasPrefix("/identitytoolkit.googleapis.com/")
             ? String(path.dropFirst("/identitytoolkit.googleapis.com".count)) : path
         if method == "POST", identityPath.hasPrefix("/v1/projects/"), identityPath.hasSuffix("/accounts:delete") {
             return .accountsDelete
@@ -323,8 +333,10 @@ public final class FakeGoogle: Sendable {
 
     private func tokenResponse(body: [UInt8]) -> (status: Int, headers: [(String, String)], body: [UInt8]) {
         func refuse(_ description: String) -> (status: Int, headers: [(String, String)], body: [UInt8]) {
-            (400, [("Content-Type", "application/json")],
-             JSONWriter.encode(["error": "invalid_grant", "error_description": .string(description)]))
+            (
+                400, [("Content-Type", "application/json")],
+                JSONWriter.encode(["error": "invalid_grant", "error_description": .string(description)])
+            )
         }
         let form = Self.parseForm(body)
         guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
@@ -454,7 +466,7 @@ public final class FakeGoogle: Sendable {
     /// Google's error body shape.
     static func errorBody(code: Int, message: String) -> [UInt8] {
         JSONWriter.encode([
-            "error": ["code": .number(Double(code)), "message": .string(message), "errors": [["message": .string(message)]]],
+            "error": ["code": .number(Double(code)), "message": .string(message), "errors": [["message": .string(message)]]]
         ])
     }
 

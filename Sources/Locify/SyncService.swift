@@ -33,6 +33,7 @@ public struct PushChange: Sendable, Equatable {
     /// The write, or the error its result reports (E001-E004, E006).
     public var operation: Result<Operation, LocifyError>
 
+    /// A decoded change as the API layer read it from the push body.
     public init(type: String?, id: String?, operation: Result<Operation, LocifyError>) {
         self.type = type
         self.id = id

@@ -1,7 +1,7 @@
 """Schemathesis hooks of scripts/contract-test.
 
 A category delete whose `reassign_category_id` names the category being deleted is 400 E001
-(API.md section 11). That rule ties two parameters together, which JSON Schema cannot say, so
+(openapi.yaml). That rule ties two parameters together, which JSON Schema cannot say, so
 generated cases that happen to break it (the coverage phase draws the same UUID for both) are
 dropped instead of being reported as valid data the server refused.
 """

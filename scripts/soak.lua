@@ -11,7 +11,7 @@ local pacing = tonumber(os.getenv("LOCIFY_DELAY_MS") or "0")
 local threads = {}
 local counter = 0
 
--- The default category every user has (API.md section 4), where locations are written.
+-- The default category every user has (openapi.yaml), where locations are written.
 local cafe = "a1050188-e456-5998-8293-a282220c9930"
 
 function setup(thread)

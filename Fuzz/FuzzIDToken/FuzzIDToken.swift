@@ -14,7 +14,7 @@ import TestSupport
 /// is `Cache-Control value NUL Retry-After value NUL status digits`, answered by a fake Google to
 /// the key fetch, a Storage delete and an account delete (no header may trap; max-age and
 /// Retry-After must come out finite and non-negative). An accepted token must satisfy the rules
-/// the verifier promises (FIREBASE.md section 1).
+/// the verifier promises (docs/ARCHITECTURE.md section 6).
 @main
 enum FuzzIDToken {
     static func main() {
@@ -76,7 +76,7 @@ enum FuzzIDToken {
         }
     }
 
-    /// What an accepted token guarantees (FIREBASE.md section 1).
+    /// What an accepted token guarantees (docs/ARCHITECTURE.md section 6).
     static func check(_ token: VerifiedIDToken, verifier: IDTokenVerifier) {
         let scalars = token.uid.unicodeScalars
         precondition(!scalars.isEmpty && scalars.count <= 128, "uid length \(scalars.count)")

@@ -11,7 +11,7 @@ import LocifyAPI
 /// the draft its type and action select) and sync cursors (`SyncCursor(encoded:)` on the raw
 /// input and on every string in the body).
 ///
-/// What an accepted draft promises is checked (API.md sections 4 and 11): trimmed names of
+/// What an accepted draft promises is checked (openapi.yaml): trimmed names of
 /// 1-255 code points without control characters, https URLs, coordinates in range, at most ten
 /// distinct image URLs, timestamps that render in the API's output form and read back as the same
 /// instant; decoding twice gives the same draft; a decoded cursor re-encodes to one that decodes

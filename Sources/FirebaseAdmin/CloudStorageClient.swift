@@ -4,7 +4,7 @@ import JSON
 import Synchronization
 
 /// The two Cloud Storage JSON API calls the server needs: list objects under a prefix and delete
-/// one object (FIREBASE.md §6). One attempt per call; the caller owns retries.
+/// one object (openapi.yaml, `HttpsUrl`). One attempt per call; the caller owns retries.
 public struct CloudStorageClient: Sendable {
     /// Google's Cloud Storage endpoint.
     public static let defaultBaseURL = "https://storage.googleapis.com"

@@ -3,7 +3,7 @@ import JSON
 import Logging
 import Synchronization
 
-/// Verifies Firebase ID tokens exactly as FIREBASE.md §1 prescribes: structure, header, claims,
+/// Verifies Firebase ID tokens exactly as docs/ARCHITECTURE.md section 6 prescribes: structure, header, claims,
 /// then the RS256 signature with the one key named by `kid`.
 ///
 /// Verified tokens are remembered (keyed by SHA-256 of the token) until `exp + skew`, so a client

@@ -1,6 +1,6 @@
 import JSON
 
-/// Deletes Firebase Auth accounts through the Identity Toolkit API (FIREBASE.md §4). One attempt
+/// Deletes Firebase Auth accounts through the Identity Toolkit API (openapi.yaml, `DELETE /v1/users/me`). One attempt
 /// per call; the caller owns retries.
 public struct IdentityToolkitClient: Sendable {
     /// Google's Identity Toolkit endpoint.

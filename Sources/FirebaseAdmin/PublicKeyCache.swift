@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Google's ID-token public keys by `kid`, cached as FIREBASE.md §2 prescribes.
+/// Google's ID-token public keys by `kid`, cached as docs/ARCHITECTURE.md section 6 prescribes.
 ///
 /// Honours the response's max-age (5 minutes when absent, at most a day), refreshes in the
 /// background shortly before expiry without stalling requests while keys are present, refetches

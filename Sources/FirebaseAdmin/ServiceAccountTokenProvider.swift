@@ -3,7 +3,7 @@ import JSON
 import Logging
 import Synchronization
 
-/// Obtains access tokens with the JWT-bearer grant (FIREBASE.md §5): an RS256 assertion signed with
+/// Obtains access tokens with the JWT-bearer grant (Google's OAuth 2.0 service-account flow): an RS256 assertion signed with
 /// the service account's key is exchanged at its `token_uri`; the token is reused until about
 /// four minutes before it expires.
 public final class ServiceAccountTokenProvider: AccessTokenSource {

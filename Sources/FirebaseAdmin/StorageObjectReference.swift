@@ -14,7 +14,7 @@ public struct StorageObjectReference: Sendable, Equatable {
     private static let firebaseHost = "firebasestorage.googleapis.com"
     private static let storageHost = "storage.googleapis.com"
 
-    /// Recognises the three URL forms of FIREBASE.md §6; nil for anything else:
+    /// Recognises the three URL forms of openapi.yaml, `HttpsUrl`; nil for anything else:
     /// - `https://firebasestorage.googleapis.com/v0/b/<bucket>/o/<encoded path>?alt=media&token=...`
     ///   (path after `/o/` up to `?`/`#`, percent-decoded once),
     /// - `gs://<bucket>/<path>` (path as is),
@@ -94,7 +94,7 @@ extension StorageObjectReference {
         return nil
     }
 
-    /// Whether the server may delete this object for user `uid` ("our rule" of FIREBASE.md §6):
+    /// Whether the server may delete this object for user `uid` ("our rule" of openapi.yaml, `HttpsUrl`):
     /// the bucket is the configured one, the path starts with `locations/<uid>/` or
     /// `categories/<uid>/`, and no segment is empty, `.` or `..`. Compared byte for byte.
     public func isInsideUserFolders(bucket configuredBucket: String, uid: String) -> Bool {

@@ -2,7 +2,7 @@ import Postgres
 
 /// The account check every `/v1` request passes, folded into the statements that touch the
 /// user's row anyway: provisions the account on first sight (with the default categories) and
-/// refuses tokens issued at or before the account's deletion (API.md section 2). `now` is the
+/// refuses tokens issued at or before the account's deletion (openapi.yaml). `now` is the
 /// calling service's clock (injected in tests); it stamps a new account's `created_at`.
 enum AccountGate {
     /// Locks the caller's user row until the transaction ends and returns the next change stamp
@@ -53,7 +53,7 @@ enum AccountGate {
     }
 
     /// The profile a new account takes from the token's claims. A `name` that breaks the name
-    /// rules (API.md section 11) is stored trimmed when that makes it valid, else left out, and an
+    /// rules (openapi.yaml) is stored trimmed when that makes it valid, else left out, and an
     /// `email` holding a control character is left out: a claim PostgreSQL cannot store (NUL) must
     /// not fail every request of that user with a 500.
     static func profile(of caller: Caller) -> (email: String?, name: String?) {

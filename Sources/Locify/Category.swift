@@ -34,6 +34,6 @@ public struct Category: Sendable, Equatable {
         self.deletedAt = deletedAt
     }
 
-    /// True exactly for the four server-provisioned default ids (API.md section 11).
+    /// True exactly for the four server-provisioned default ids (openapi.yaml).
     public var isDefault: Bool { DefaultCategories.isDefault(id) }
 }

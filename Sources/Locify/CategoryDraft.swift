@@ -1,7 +1,7 @@
 import Foundation
 
 /// A validated category write (create, upsert or replace), normalised. Every draft passes the
-/// rules of API.md section 11 when it is built, whoever builds it (the JSON layer or code).
+/// rules of openapi.yaml when it is built, whoever builds it (the JSON layer or code).
 public struct CategoryDraft: Sendable, Equatable {
     /// The client-chosen id.
     public private(set) var id: UUID

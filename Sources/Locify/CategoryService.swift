@@ -2,7 +2,7 @@ import Foundation
 import Postgres
 
 /// Categories: listing, reads, last-write-wins writes and deletes with reassign or cascade
-/// (API.md sections 4-6). Every write is one transaction under the user's write lock.
+/// (openapi.yaml). Every write is one transaction under the user's write lock.
 public struct CategoryService: Sendable {
     let pool: ConnectionPool
     let storage: StorageScope

@@ -1,7 +1,7 @@
 import Foundation
 
 /// One durable piece of clean-up work for Google, recorded in the transaction that made it
-/// necessary and retried by `CleanupWorker` until it succeeds (API.md section 8).
+/// necessary and retried by `CleanupWorker` until it succeeds (openapi.yaml).
 public struct CleanupJob: Sendable, Equatable {
     /// What to delete.
     public enum Kind: String, Sendable {

@@ -15,7 +15,7 @@ enum CleanupJobStore {
 }
 
 /// Which Storage objects a deletion may remove: only objects in the configured bucket inside the
-/// owner's own folders (FIREBASE.md section 6); every other URL is simply forgotten.
+/// owner's own folders (openapi.yaml, `HttpsUrl`); every other URL is simply forgotten.
 struct StorageScope: Sendable {
     /// The bucket the server may delete from.
     let bucket: String

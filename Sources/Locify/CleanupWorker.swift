@@ -4,7 +4,7 @@ import Logging
 import Postgres
 import Synchronization
 
-/// Runs the durable clean-up jobs (API.md section 8) until each succeeds or fails for good.
+/// Runs the durable clean-up jobs (openapi.yaml) until each succeeds or fails for good.
 ///
 /// A job is claimed with `FOR UPDATE SKIP LOCKED` inside a transaction that stays open while it
 /// runs, so several server instances never run one job at once, and a job whose server died is

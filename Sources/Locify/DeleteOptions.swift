@@ -1,6 +1,6 @@
 import Foundation
 
-/// The optional parts of a delete (API.md section 5): the client's `updated_at` and, for a
+/// The optional parts of a delete (openapi.yaml): the client's `updated_at` and, for a
 /// category, `reassign_category_id`.
 public struct DeleteOptions: Sendable, Equatable {
     /// The client's `updated_at` for the delete; the server's time when absent.

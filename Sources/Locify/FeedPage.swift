@@ -1,6 +1,6 @@
 import Foundation
 
-/// One page of a user's change feed (API.md section 7, pull).
+/// One page of a user's change feed (openapi.yaml, pull).
 public struct FeedPage: Sendable {
     /// Upserts (live records) and deletes (tombstones); all categories before all locations.
     public var changes: [RecordState]

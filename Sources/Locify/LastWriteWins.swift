@@ -1,4 +1,4 @@
-/// The last-write-wins rule of API.md sections 5 and 11, as one pure function.
+/// The last-write-wins rule of openapi.yaml, as one pure function.
 ///
 /// Every single-record write (create/upsert, replace, delete) of categories and locations, from
 /// the REST endpoints and from sync push alike, is decided here; the repositories only apply the

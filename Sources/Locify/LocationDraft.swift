@@ -1,7 +1,7 @@
 import Foundation
 
 /// A validated location write (create, upsert or replace), normalised. Every draft passes the
-/// rules of API.md section 11 when it is built, whoever builds it (the JSON layer or code).
+/// rules of openapi.yaml when it is built, whoever builds it (the JSON layer or code).
 /// Whether `categoryID` names a live category is checked later, against the database (E007).
 public struct LocationDraft: Sendable, Equatable {
     /// Most photos one location may carry.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The filters, sort and page of `GET /v1/locations` (API.md sections 6 and 11), validated.
+/// The filters, sort and page of `GET /v1/locations` (openapi.yaml), validated.
 public struct LocationQuery: Sendable, Equatable {
     /// The orders the listing offers; every one ends with id ascending.
     public enum Sort: String, Sendable, CaseIterable {

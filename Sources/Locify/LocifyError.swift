@@ -15,7 +15,7 @@ public struct FieldIssue: Sendable, Equatable {
 }
 
 /// A record as the server holds it: the live record, or the tombstone when it was deleted. A
-/// losing write is shown it (API.md section 5); sync push results carry it.
+/// losing write is shown it (openapi.yaml); sync push results carry it.
 public enum RecordState: Sendable, Equatable {
     case category(Category)
     case location(Location)

@@ -1,4 +1,4 @@
-/// One page of a paginated listing and what the client needs to page further (API.md section 6).
+/// One page of a paginated listing and what the client needs to page further (openapi.yaml).
 public struct Page<Record: Sendable>: Sendable {
     /// The records of this page, in the listing's order.
     public var records: [Record]

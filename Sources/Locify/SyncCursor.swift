@@ -1,6 +1,6 @@
 import Foundation
 
-/// Where a client stands in its user's change feed (API.md section 7), opaque to the client.
+/// Where a client stands in its user's change feed (openapi.yaml), opaque to the client.
 ///
 /// Every write transaction of a user stamps the rows it touches with the next value of the user's
 /// `change_seq`, under the user's row lock, so per user, commit order equals stamp order. A

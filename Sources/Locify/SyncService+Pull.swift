@@ -51,7 +51,7 @@ extension SyncService {
             // A cursor that has caught up stands after every stamp handed out so far (all of them
             // are committed and were read: stamps are issued under the user's lock, in commit
             // order) and is as fresh as this snapshot; one in the middle of a backlog keeps the time
-            // its position was first established (retention, API.md 11).
+            // its position was first established (retention, openapi.yaml).
             if !hasMore { cursor = .after(seq: max(highWater, cursor.seq), issuedAt: serverNow) }
             let ordered = changes.filter { $0.kind == .category } + changes.filter { $0.kind == .location }
             return FeedPage(changes: ordered, cursor: cursor.encoded(for: caller.userID), hasMore: hasMore)

@@ -1,7 +1,7 @@
 import Foundation
 import Postgres
 
-/// Batch sync (API.md section 7): push applies a batch of offline changes one by one through the
+/// Batch sync (openapi.yaml): push applies a batch of offline changes one by one through the
 /// same single-record code paths as the REST endpoints; pull reads the change feed.
 public struct SyncService: Sendable {
     let pool: ConnectionPool
@@ -40,7 +40,7 @@ public struct PushChange: Sendable, Equatable {
         self.operation = operation
     }
 
-    /// The order group of API.md section 7: category creates and updates, then every location
+    /// The order group of openapi.yaml: category creates and updates, then every location
     /// change, then category deletes. Changes that cannot be applied go first; they only report
     /// their error.
     var group: Int {
@@ -81,7 +81,7 @@ extension SyncService {
     public func push(_ caller: Caller, _ batch: Result<[PushChange], LocifyError>) throws -> [PushResult] {
         // The account gate once, up front: it refuses a revoked token before a malformed batch is
         // reported, and provisions a new user, even when no change reaches a write transaction
-        // (an empty batch, or every change malformed) (API.md section 2).
+        // (an empty batch, or every change malformed) (openapi.yaml).
         try pool.withConnection { connection in try AccountGate.admit(connection, caller, now: categories.now) }
         let changes = try batch.get()
         if changes.count > maxPushChanges {

@@ -1,6 +1,6 @@
 import FirebaseAdmin
 
-/// The text rules of API.md section 11: trimming, lengths in Unicode code points, control
+/// The text rules of openapi.yaml: trimming, lengths in Unicode code points, control
 /// characters, and https URLs.
 enum TextRules {
     /// Longest name, in code points, after trimming.
@@ -49,7 +49,7 @@ enum TextRules {
         return raw
     }
 
-    /// A URL recognised as a Cloud Storage object (FIREBASE.md section 6: Firebase download URL
+    /// A URL recognised as a Cloud Storage object (openapi.yaml, `HttpsUrl`: Firebase download URL
     /// or `https://storage.googleapis.com/<bucket>/<path>`) must name an object that can exist:
     /// its percent-decoded name 1-1,024 bytes of UTF-8 without control characters. Such a value
     /// could never be cleaned up (a NUL cannot even be queued), so it is refused at write time.

@@ -1,4 +1,4 @@
-/// The caller's profile as `GET /v1/users/me` returns it (API.md section 8).
+/// The caller's profile as `GET /v1/users/me` returns it (openapi.yaml).
 public struct UserProfile: Sendable, Equatable {
     /// The Firebase uid.
     public var id: String

@@ -1,6 +1,6 @@
 import Postgres
 
-/// The caller's own account (API.md section 8): profile, rename, and deletion that erases every
+/// The caller's own account (openapi.yaml): profile, rename, and deletion that erases every
 /// row of the user in one transaction and queues the Google clean-up in that same transaction.
 public struct UserService: Sendable {
     let pool: ConnectionPool

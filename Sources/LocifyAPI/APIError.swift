@@ -5,7 +5,7 @@ import Locify
 import Postgres
 
 /// An error as the API reports it: code, status, message, optional field details and, for a
-/// conflict, the server's record (API.md section 3). This file is the one place that maps the
+/// conflict, the server's record (openapi.yaml). This file is the one place that maps the
 /// errors of every layer to HTTP statuses and error codes.
 public struct APIError: Error, Sendable {
     /// The API error code (`E001`-`E012`, `S001`-`S003`).
@@ -34,7 +34,7 @@ public struct APIError: Error, Sendable {
         self.headers = headers
     }
 
-    // MARK: The error table of API.md section 3
+    // MARK: The error table of openapi.yaml
 
     static func invalidInput(_ field: String, _ message: String) -> APIError {
         fieldError("E001", .badRequest, FieldIssue(field: field, message: message))
@@ -121,7 +121,7 @@ extension APIError {
     /// The JSON rendering of an error the HTTP server detected itself, for the two that belong
     /// to the API's table (413 E010; 503 S003 when the server is overloaded: body budget or
     /// worker queue full, with its `Retry-After`); nil for malformed HTTP, which gets a plain
-    /// status (API.md section 3).
+    /// status (openapi.yaml).
     init?(_ error: HTTPRequestError) {
         switch error.status {
         case .contentTooLarge: self = .bodyTooLarge

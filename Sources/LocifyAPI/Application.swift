@@ -107,7 +107,7 @@ public final class Application: Sendable {
     }
 }
 
-/// Builds the whole application from its configuration (API.md section 10): connects to the
+/// Builds the whole application from its configuration (openapi.yaml): connects to the
 /// database and applies pending migrations, sets up token verification (or the Auth emulator),
 /// the Google clients for clean-up (or none), the domain services, workers and the HTTP server.
 public func buildApplication(

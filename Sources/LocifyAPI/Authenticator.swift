@@ -3,7 +3,7 @@ import HTTPServer
 import Locify
 import Logging
 
-/// The authentication step of every `/v1` request (API.md section 2): a `Bearer` ID token
+/// The authentication step of every `/v1` request (openapi.yaml): a `Bearer` ID token
 /// (scheme case-insensitive) verified by the Firebase rules. Every refusal looks the same to the
 /// client (401 E005); the reason goes to the log.
 struct Authenticator: Sendable {

@@ -3,7 +3,7 @@ import JSON
 import Locify
 
 extension CategoryDraft {
-    /// Decodes a category body (API.md sections 4 and 11) into a draft the domain validates.
+    /// Decodes a category body (openapi.yaml) into a draft the domain validates.
     /// Each field's domain rule is applied as the field is read, so the first problem reported is
     /// the first in field order (id, user_id, name, icon, sync_status, created_at, updated_at).
     /// - Parameter pathID: the id from `PUT /v1/categories/{id}`; the body's id is then optional

@@ -1,7 +1,7 @@
 import FirebaseAdmin
 import Foundation
 
-/// Everything the server reads from its environment (API.md section 10), validated at start.
+/// Everything the server reads from its environment (openapi.yaml), validated at start.
 public struct Configuration: Sendable {
     /// Listen address. Default `127.0.0.1`.
     public var host: String = "127.0.0.1"
@@ -88,7 +88,7 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
 }
 
 extension Configuration {
-    /// Reads and validates the environment (API.md section 10).
+    /// Reads and validates the environment (openapi.yaml).
     public init(environment: [String: String]) throws(ConfigurationError) {
         let env = Environment(values: environment)
         self.init(

@@ -5,7 +5,7 @@ import Locify
 
 extension HTTPRequest {
     /// The JSON body of a write: a non-JSON media type is E012, an empty or malformed body E001
-    /// (API.md sections 1 and 11).
+    /// (openapi.yaml).
     func jsonBody() throws(APIError) -> JSONValue {
         guard let body = try optionalJSONBody() else {
             throw .invalidInput("body", "must be a JSON object")

@@ -5,7 +5,7 @@ import Logging
 
 /// A swift-log handler writing one JSON object per line to stdout: `ts`, `level`, `msg`, then
 /// the metadata as top-level fields (for request logs: `request_id`, `method`, `route`,
-/// `status`, `duration_ms`, `user_id`, API.md section 11). Lines are written with one `write(2)`
+/// `status`, `duration_ms`, `user_id`, openapi.yaml). Lines are written with one `write(2)`
 /// each, so lines from different threads never interleave and nothing is lost in a buffer.
 public struct JSONLogHandler: LogHandler {
     /// Metadata added to every line of this handler.

@@ -2,7 +2,7 @@ import Foundation
 import JSON
 import Locify
 
-/// The JSON representation of the API's records (API.md sections 4, 7, 8): snake_case fields,
+/// The JSON representation of the API's records (openapi.yaml): snake_case fields,
 /// lower-case UUIDs, RFC 3339 millisecond UTC timestamps, `sync_status` always `synced`.
 extension JSONWriter {
     mutating func uuid(_ id: UUID) {

@@ -3,7 +3,7 @@ import JSON
 import Locify
 
 extension LocationDraft {
-    /// Decodes a location body (API.md sections 4 and 11) into a draft the domain validates.
+    /// Decodes a location body (openapi.yaml) into a draft the domain validates.
     /// Each field's domain rule is applied as the field is read, so the first problem reported is
     /// the first in field order (id, user_id, category_id, name, address, description, latitude,
     /// longitude, is_favorite, image_urls, sync_status, created_at, updated_at).

@@ -2,7 +2,7 @@ import HTTPServer
 import Locify
 import Logging
 
-/// The request pipeline of the API: route (404/405 before authentication, API.md section 11),
+/// The request pipeline of the API: route (404/405 before authentication, openapi.yaml),
 /// authenticate `/v1`, rate-limit per user, run the handler, map any error to its API error,
 /// then stamp `X-Request-Id`, count the metrics and write the request log line. Requests refused
 /// for routing (404/405) or authentication (401) also draw on a per-client-address bucket: once
@@ -119,7 +119,7 @@ struct LocifyResponder: HTTPResponder {
     }
 
     /// Errors the HTTP layer detects before a request exists: the two of the API's table as JSON,
-    /// malformed HTTP as plain text. Every response carries a fresh `X-Request-Id` (API.md 1).
+    /// malformed HTTP as plain text. Every response carries a fresh `X-Request-Id` (openapi.yaml).
     func response(for error: HTTPRequestError) -> HTTPResponse {
         var response: HTTPResponse
         if let apiError = APIError(error) {

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// The server's Prometheus metrics (API.md sections 9 and 11): requests by method, route and
+/// The server's Prometheus metrics (openapi.yaml): requests by method, route and
 /// status, a latency histogram per route, and gauges sampled when `/metrics` is scraped. Every
 /// label comes from a closed set (`methodLabel`, the route table or `unmatched`, the statuses the
 /// server answers), so no client can make the series count, or the memory, grow.

@@ -2,7 +2,7 @@ import HTTPServer
 import JSON
 import Postgres
 
-/// `/health`, `/health/ready`, `/metrics` and `/openapi.yaml` (API.md section 9): no token,
+/// `/health`, `/health/ready`, `/metrics` and `/openapi.yaml` (openapi.yaml): no token,
 /// never rate limited.
 struct OperationsRoutes: Sendable {
     /// Says when the server is draining: readiness is then 503 whatever the database says.
@@ -21,7 +21,7 @@ struct OperationsRoutes: Sendable {
     /// its connections), so both run on workers.
     static let inlinePaths: Set<String> = ["/health", "/openapi.yaml"]
 
-    /// Every operational path: no rate limit ever applies to them (API.md section 11), not even
+    /// Every operational path: no rate limit ever applies to them (openapi.yaml), not even
     /// the per-address one of refused requests.
     static let paths: Set<String> = ["/health", "/health/ready", "/metrics", "/openapi.yaml"]
 

@@ -3,7 +3,7 @@ import JSON
 import Locify
 
 extension PushChange {
-    /// Decodes the body of `POST /v1/sync/push` (API.md section 7): its changes, or why the batch
+    /// Decodes the body of `POST /v1/sync/push` (openapi.yaml): its changes, or why the batch
     /// itself is malformed. The failure is handed to `SyncService.push` rather than thrown, so the
     /// account gate still runs first (a revoked token is E005 whatever the body).
     package static func batch(json body: JSONValue, userID: String) -> Result<[PushChange], LocifyError> {

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// A token bucket per key (a user, or a client address; API.md sections 9-10): `burst` requests
+/// A token bucket per key (a user, or a client address; openapi.yaml): `burst` requests
 /// at once, refilled at `ratePerSecond`. One lock guards every bucket; idle buckets are dropped
 /// now and then, and past `maxKeys` new keys share one overflow bucket, so the table stays bounded
 /// whatever keys clients make up.

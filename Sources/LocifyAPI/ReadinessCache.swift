@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// The answer of `/health/ready`, probed at most once per `maxAge` (API.md section 9): a flood
+/// The answer of `/health/ready`, probed at most once per `maxAge` (openapi.yaml): a flood
 /// of readiness checks costs one `SELECT 1` per second, not one database round trip each. While
 /// one caller probes, the others get the last known answer at once (not ready before the first).
 final class ReadinessCache: Sendable {

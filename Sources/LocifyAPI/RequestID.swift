@@ -1,6 +1,6 @@
 import Synchronization
 
-/// `X-Request-Id` (API.md section 11): a client's id is echoed when it is 1-128 characters of
+/// `X-Request-Id` (openapi.yaml): a client's id is echoed when it is 1-128 characters of
 /// `[A-Za-z0-9._:-]`; otherwise a new one is made from a per-process random prefix and a counter.
 enum RequestID {
     private static let prefix = String(UInt32.random(in: 0...UInt32.max), radix: 16)

@@ -3,7 +3,7 @@ import HTTPServer
 import JSON
 import Locify
 
-/// The handlers of `/v1/categories` and `/v1/locations` (API.md sections 4-6).
+/// The handlers of `/v1/categories` and `/v1/locations` (openapi.yaml).
 struct ResourceRoutes: Sendable {
     let services: LocifyServices
     /// Called after a category delete committed (it may have queued Storage clean-up).

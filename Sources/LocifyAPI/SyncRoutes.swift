@@ -2,7 +2,7 @@ import HTTPServer
 import JSON
 import Locify
 
-/// The handlers of `/v1/sync/push`, `/v1/sync/changes` (API.md section 7) and `/v1/info`.
+/// The handlers of `/v1/sync/push`, `/v1/sync/changes` (openapi.yaml) and `/v1/info`.
 struct SyncRoutes: Sendable {
     let services: LocifyServices
     let limits: ClientLimits
@@ -63,7 +63,7 @@ extension PushResult {
     }
 }
 
-/// The limits a client must respect, reported by `GET /v1/info` (API.md section 9).
+/// The limits a client must respect, reported by `GET /v1/info` (openapi.yaml).
 struct ClientLimits: Sendable {
     var maxPushChanges: Int
     var maxBodyBytes: Int

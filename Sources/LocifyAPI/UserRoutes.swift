@@ -1,7 +1,7 @@
 import HTTPServer
 import Locify
 
-/// The handlers of `/v1/users/me` (API.md section 8).
+/// The handlers of `/v1/users/me` (openapi.yaml).
 struct UserRoutes: Sendable {
     let services: LocifyServices
     /// Called after an account deletion committed, so its clean-up starts at once.

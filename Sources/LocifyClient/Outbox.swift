@@ -84,7 +84,7 @@ enum Outbox {
         return contractOrder(batch)
     }
 
-    /// Stable sort into the order the server applies a batch (API.md 7).
+    /// Stable sort into the order the server applies a batch (openapi.yaml).
     static func contractOrder(_ entries: [OutboxEntry]) -> [OutboxEntry] {
         entries.enumerated()
             .sorted { ($0.element.change.applicationGroup, $0.offset) < ($1.element.change.applicationGroup, $1.offset) }
@@ -92,7 +92,7 @@ enum Outbox {
     }
 }
 
-/// The server's last-write-wins rule (API.md 5 and 11), used by the client to tell whether a
+/// The server's last-write-wins rule (openapi.yaml and 11), used by the client to tell whether a
 /// pending local change will win over a server state it has just learnt about.
 public enum LastWriteWins: Sendable {
     /// What the pending change does.

@@ -181,7 +181,7 @@ public enum PushChange: Codable, Sendable, Hashable {
         }
     }
 
-    /// The group the server applies it in (API.md 7): category creates and updates (0), then
+    /// The group the server applies it in (openapi.yaml): category creates and updates (0), then
     /// location changes (1), then category deletes (2).
     public var applicationGroup: Int {
         switch self {

@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 import TestSupportServer
 
-/// Auth emulator mode (`FIREBASE_AUTH_EMULATOR_HOST`, FIREBASE.md section 3): the emulator's
+/// Auth emulator mode (`FIREBASE_AUTH_EMULATOR_HOST`, the README's `FIREBASE_AUTH_EMULATOR_HOST`): the emulator's
 /// unsigned tokens are accepted, their claims are still checked, the server warns loudly, and
 /// admin calls go to the emulators.
 @Suite("Authentication: Firebase Auth emulator mode")

@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 import TestSupportServer
 
-/// The ID-token key cache inside the running server (FIREBASE.md section 2): it fetches Google's
+/// The ID-token key cache inside the running server (docs/ARCHITECTURE.md section 6): it fetches Google's
 /// certificates once at start, keeps them for the endpoint's `max-age`, refreshes them after,
 /// keeps serving the last good keys when a refresh fails, and refetches for unknown kids at most
 /// once per interval. Each request below uses a token not seen before, so the verified-token

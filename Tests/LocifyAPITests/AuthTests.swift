@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 import TestSupportServer
 
-/// API.md section 2 and section 11 "Auth and accounts", over real sockets: every `/v1` request
+/// openapi.yaml and section 11 "Auth and accounts", over real sockets: every `/v1` request
 /// carries a Firebase ID token verified by the Admin SDK's rules; every refusal looks the same.
 @Suite("Authentication over HTTP")
 struct AuthTests {

@@ -23,7 +23,7 @@ enum BodyWrite: String, CaseIterable, Sendable, CustomTestStringConvertible {
     }
 }
 
-@Suite("Request bodies and representation over HTTP (API.md sections 1, 3 and 11)")
+@Suite("Request bodies and representation over HTTP (openapi.yaml)")
 struct CategoriesAndLocationsRequestTests {
     /// A fixture with one existing record of the write's resource and a valid newer body for it.
     private func prepared(_ write: BodyWrite) throws -> (fixture: ResourceFixture, id: String, body: [UInt8]) {

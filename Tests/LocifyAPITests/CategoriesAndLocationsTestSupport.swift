@@ -8,7 +8,7 @@ import TestSupport
 import TestSupportDatabase
 import TestSupportServer
 
-// Shared by the end-to-end tests of categories, locations and isolation (API.md sections 3-6
+// Shared by the end-to-end tests of categories, locations and isolation (openapi.yaml
 // and 11): one server for the whole process, a fresh user per test, request builders, and the
 // expectations every rule test makes (status, error code, `details` field, body).
 
@@ -274,7 +274,7 @@ func expectRecord(
 
 // MARK: - Rules shared by both resources
 
-/// The two record endpoints; the write table of API.md section 5 holds for both.
+/// The two record endpoints; the write table of openapi.yaml holds for both.
 enum Resource: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case categories
     case locations

@@ -20,7 +20,7 @@ struct FrozenClockServer {
     func stop() { server.stop() }
 }
 
-@Suite("Timestamps over HTTP (API.md sections 1, 5 and 11)")
+@Suite("Timestamps over HTTP (openapi.yaml)")
 struct CategoriesAndLocationsTimestampTests {
     @Test("an updated_at in the future is clamped to the server clock", arguments: Resource.allCases)
     func futureUpdatedAtClamped(resource: Resource) throws {

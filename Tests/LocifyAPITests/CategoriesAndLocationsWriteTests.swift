@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 import TestSupportServer
 
-@Suite("Categories and locations over HTTP: every line of the write table (API.md sections 5 and 11)")
+@Suite("Categories and locations over HTTP: every line of the write table (openapi.yaml)")
 struct CategoriesAndLocationsWriteTests {
     // MARK: POST
 

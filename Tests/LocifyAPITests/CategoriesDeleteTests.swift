@@ -85,7 +85,7 @@ struct CategoryDeleteFixture {
     }
 }
 
-@Suite("Category delete over HTTP: reassign and cascade (API.md sections 5 and 11)")
+@Suite("Category delete over HTTP: reassign and cascade (openapi.yaml)")
 struct CategoriesDeleteTests {
     @Test("reassign_category_id in the JSON body moves the live locations; each gets max(delete time, own updated_at) and version + 1")
     func reassignInBody() throws {

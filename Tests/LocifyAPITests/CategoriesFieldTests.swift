@@ -22,7 +22,7 @@ enum CategoryWritePath: String, CaseIterable, Sendable, CustomTestStringConverti
     }
 }
 
-@Suite("Categories over HTTP: every row of the field table (API.md sections 4 and 11)")
+@Suite("Categories over HTTP: every row of the field table (openapi.yaml)")
 struct CategoriesFieldTests {
     @Test("a create answers 201 with the full record: lower-case id, trimmed name, millisecond UTC times")
     func createAnswersFullRecord() throws {

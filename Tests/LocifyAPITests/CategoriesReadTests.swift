@@ -30,7 +30,7 @@ let outOfRangePaging: [(query: String, field: String)] = [
     ("size=0", "size"), ("size=101", "size"), ("size=-20", "size"), ("size=ten", "size"), ("size=", "size"), ("size=1e2", "size"),
 ]
 
-@Suite("Category reads over HTTP (API.md sections 4, 6 and 11)")
+@Suite("Category reads over HTTP (openapi.yaml)")
 struct CategoriesReadTests {
     @Test("GET /v1/categories lists live categories by name, case-insensitively, then by id, with meta")
     func listOrder() throws {

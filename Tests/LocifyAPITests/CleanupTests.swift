@@ -8,7 +8,7 @@ import TestSupport
 import TestSupportDatabase
 import TestSupportServer
 
-/// Durable Google clean-up end to end (API.md sections 8 and 11, issue 6): the server, its
+/// Durable Google clean-up end to end (openapi.yaml, issue 6): the server, its
 /// database and a fake Google over real sockets (OAuth with real RS256 verification of the
 /// assertion, Cloud Storage list/delete, Identity Toolkit `accounts:delete`).
 @Suite("Clean-up end to end: Storage and Auth deletion against the fake Google")

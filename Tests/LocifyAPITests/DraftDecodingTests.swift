@@ -5,7 +5,7 @@ import Testing
 
 @testable import LocifyAPI
 
-@Suite("Request bodies decode into validated drafts (API.md sections 4 and 11)")
+@Suite("Request bodies decode into validated drafts (openapi.yaml)")
 struct DraftDecodingTests {
     let categoryID = "1F3599BE-6E0E-5CF8-AA59-B97DFDC46AEC"
 

@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 import TestSupportServer
 
-@Suite("Isolation over HTTP: ids are scoped per user (API.md section 4)")
+@Suite("Isolation over HTTP: ids are scoped per user (openapi.yaml)")
 struct IsolationTests {
     /// The status and body of a response (the request id differs between any two responses).
     private func visible(_ response: TestResponse) -> String { "\(response.status) \(response.text)" }

@@ -52,7 +52,7 @@ struct LocationFixture {
     func acceptedStatus(first: Bool) -> Int { path == .post && first ? 201 : 200 }
 }
 
-@Suite("Locations over HTTP: every row of the field table (API.md sections 4 and 11)")
+@Suite("Locations over HTTP: every row of the field table (openapi.yaml)")
 struct LocationsFieldTests {
     @Test("a create answers 201 with the full record: lower-case ids, trimmed name, every optional field defaulted")
     func createAnswersFullRecord() throws {

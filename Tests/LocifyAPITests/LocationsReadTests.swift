@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 import TestSupportServer
 
-@Suite("Location reads over HTTP: pagination, sorts, filters (API.md sections 6 and 11)")
+@Suite("Location reads over HTTP: pagination, sorts, filters (openapi.yaml)")
 struct LocationsReadTests {
     /// Creates a location with the given times (client minutes) and content; returns its id.
     @discardableResult

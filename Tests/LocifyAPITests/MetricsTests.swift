@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 import TestSupportServer
 
-/// `GET /metrics` (API.md sections 9 and 11): Prometheus text with the pinned metric names.
+/// `GET /metrics` (openapi.yaml): Prometheus text with the pinned metric names.
 @Suite("Metrics: GET /metrics in Prometheus text format")
 struct MetricsTests {
     private func scrape(_ server: TestServer) throws -> PrometheusText {

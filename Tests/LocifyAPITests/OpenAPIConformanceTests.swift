@@ -8,7 +8,7 @@ import TestSupportServer
 /// regression tests: each is valid (or invalid) by the document and must be answered so.
 @Suite("openapi.yaml conformance: edge inputs found by the contract test")
 struct OpenAPIConformanceTests {
-    /// The default category "Cafe" every new user has (API.md section 4).
+    /// The default category "Cafe" every new user has (openapi.yaml).
     private static let cafe = "a1050188-e456-5998-8293-a282220c9930"
 
     @Test("a timestamp whose UTC instant falls before year 0000 is 400 E001, and the server lives on")

@@ -130,7 +130,7 @@ struct OpenAPIDocumentTests {
         #expect(Set(outline.operationIDs).count == outline.operationIDs.count)
     }
 
-    @Test("every error code of API.md section 3 is in the document's Error schema")
+    @Test("every error code of openapi.yaml is in the document's Error schema")
     func errorCodes() throws {
         let text = try String(contentsOf: ProjectPaths.root.appendingPathComponent("openapi.yaml"), encoding: .utf8)
         let codes = (1...12).map { String(format: "E%03d", $0) } + ["S001", "S002", "S003"]

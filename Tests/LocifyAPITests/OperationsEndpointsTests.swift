@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 import TestSupportServer
 
-/// `/health`, `/health/ready` and `/openapi.yaml` (API.md section 9): no token needed.
+/// `/health`, `/health/ready` and `/openapi.yaml` (openapi.yaml): no token needed.
 @Suite("Operations: health, readiness and the served contract")
 struct OperationsEndpointsTests {
     @Test("GET /health is 200 {\"status\":\"ok\"} as JSON, with or without any token")

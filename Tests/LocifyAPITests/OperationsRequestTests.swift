@@ -36,7 +36,7 @@ private final class LogLines: Sendable {
     }
 }
 
-/// Request-level rules every endpoint shares (API.md sections 1, 9 and 11): `X-Request-Id`,
+/// Request-level rules every endpoint shares (openapi.yaml): `X-Request-Id`,
 /// routing before authentication, HEAD, and the JSON request log line.
 @Suite("Operations: request ids, routing before auth, HEAD and request logs")
 struct OperationsRequestTests {

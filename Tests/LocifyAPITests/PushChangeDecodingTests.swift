@@ -5,7 +5,7 @@ import Testing
 
 @testable import LocifyAPI
 
-@Suite("Push bodies decode into domain changes, a bad change failing alone (API.md section 7)")
+@Suite("Push bodies decode into domain changes, a bad change failing alone (openapi.yaml)")
 struct PushChangeDecodingTests {
     let id = "1F3599BE-6E0E-5CF8-AA59-B97DFDC46AEC"
 

@@ -7,7 +7,7 @@ import TestSupportServer
 
 @testable import LocifyAPI
 
-/// The per-user token bucket on its own, with a hand-driven clock (API.md sections 9 and 10).
+/// The per-user token bucket on its own, with a hand-driven clock (openapi.yaml).
 @Suite("Rate limiter: a token bucket per user")
 struct RateLimiterTests {
     @Test("a full bucket admits `burst` requests at once, then refuses with the seconds until a token")
@@ -81,7 +81,7 @@ struct RateLimiterTests {
     }
 }
 
-/// Rate limiting through the whole server: 429 S001 with `Retry-After` (API.md sections 9-11).
+/// Rate limiting through the whole server: 429 S001 with `Retry-After` (openapi.yaml).
 @Suite("Rate limiting end to end")
 struct RateLimitTests {
     /// A server whose buckets hold `burst` requests and refill at `rate` per second.

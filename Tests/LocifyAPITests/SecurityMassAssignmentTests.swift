@@ -5,7 +5,7 @@ import TestSupport
 
 /// OWASP API3 (broken object property-level authorization, "mass assignment"): the read-only
 /// members `user_id`, `version`, `location_count`, `created_at` (on update), `is_default`,
-/// `sync_status` and `deleted_at` are never taken from a request body (API.md section 11), on the
+/// `sync_status` and `deleted_at` are never taken from a request body (openapi.yaml), on the
 /// REST endpoints and in push batches alike.
 @Suite("Security: mass assignment of read-only fields (OWASP API3)")
 struct SecurityMassAssignmentTests {

@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 import TestSupportServer
 
-/// OWASP API4 (unrestricted resource consumption): every limit of API.md sections 6, 7, 9 and 11
+/// OWASP API4 (unrestricted resource consumption): every limit of openapi.yaml
 /// holds end to end with the server's default configuration — body size, header block, header
 /// count, request line, page size, pull limit, push batch size, JSON nesting — and the per-user
 /// rate limit answers 429 S001 with `Retry-After`.

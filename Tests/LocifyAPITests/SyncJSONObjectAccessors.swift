@@ -17,7 +17,7 @@ extension JSONObject {
     var resultErrorCode: String? { self["error"]?.objectValue?["code"]?.stringValue }
 
     /// The record without `location_count`, which the feed does not refresh when only a
-    /// location changes (clients count locations themselves, API.md section 11).
+    /// location changes (clients count locations themselves, openapi.yaml).
     var withoutLocationCount: JSONObject {
         var copy = self
         copy["location_count"] = nil

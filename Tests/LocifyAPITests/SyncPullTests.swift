@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 import TestSupportServer
 
-/// `GET /v1/sync/changes` (API.md sections 7 and 11 "Sync"), end to end over HTTP.
+/// `GET /v1/sync/changes` (openapi.yaml), end to end over HTTP.
 @Suite("Sync pull: snapshot, delta feed, cursors and paging")
 struct SyncPullTests {
     typealias C = SyncChange

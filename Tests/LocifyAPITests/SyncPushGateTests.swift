@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 import TestSupportServer
 
-/// The account gate of `POST /v1/sync/push` (API.md sections 2 and 7): one gate query per push,
+/// The account gate of `POST /v1/sync/push` (openapi.yaml): one gate query per push,
 /// run before the batch is looked at.
 @Suite("Sync push: the account gate runs once per push, before the batch is read")
 struct SyncPushGateTests {

@@ -6,7 +6,7 @@ import Testing
 import TestSupport
 import TestSupportServer
 
-/// `POST /v1/sync/push` (API.md sections 7 and 11 "Sync"), end to end over HTTP.
+/// `POST /v1/sync/push` (openapi.yaml), end to end over HTTP.
 @Suite("Sync push: batches applied change by change, in the contract's order, idempotent on replay")
 struct SyncPushTests {
     typealias C = SyncChange

@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 import TestSupportServer
 
-/// API.md section 8 and section 11 "Auth and accounts": the caller's profile, renaming, and
+/// openapi.yaml and section 11 "Auth and accounts": the caller's profile, renaming, and
 /// account deletion that erases every row of the user (and nothing of anyone else's), refuses
 /// older tokens, and lets a fresh sign-in start over with an empty account.
 @Suite("Users: /v1/users/me")

@@ -270,7 +270,7 @@ struct MultiDeviceSoakTests {
             func explains(_ candidates: [WriteOracle.Write]) -> Bool {
                 guard let newest = candidates.map(\.stamp).max() else { return false }
                 let top = candidates.filter { $0.stamp == newest }
-                // A delete of a record that is already a tombstone changes nothing on the server (API.md 5:
+                // A delete of a record that is already a tombstone changes nothing on the server (openapi.yaml:
                 // idempotent), so the older tombstone stays, and a write newer than it but older than the
                 // absorbed delete brings the record back. The contract's rule, reported as a doubt.
                 let absorbedDelete = top.allSatisfy(\.isDelete) && {

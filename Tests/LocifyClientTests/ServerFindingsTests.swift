@@ -20,7 +20,7 @@ struct ServerFindingsTests {
         try await api.deleteCategory(id: id, updatedAt: t0 + 40)  // 204, the tombstone keeps t0 + 10
         // By last write wins the record was last deleted at t0 + 40, so a write made at t0 + 20 is
         // older and should be refused (E008); the server brings the record back instead.
-        await withKnownIssue("API.md 5: a delete of a tombstone changes nothing, deleted_at stays at the first delete") {
+        await withKnownIssue("openapi.yaml: a delete of a tombstone changes nothing, deleted_at stays at the first delete") {
             do {
                 _ = try await api.replaceCategory(CategoryWrite(id: id, name: "Back", updatedAt: t0 + 20))
                 Issue.record("a write older than the last delete brought the category back")

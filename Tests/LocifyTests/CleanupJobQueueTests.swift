@@ -4,7 +4,7 @@ import Postgres
 import Testing
 import TestSupport
 
-/// Which durable clean-up jobs each deletion records, in its own transaction (API.md section 8 and
+/// Which durable clean-up jobs each deletion records, in its own transaction (openapi.yaml and
 /// section 11 "Storage clean-up"): only the user's own folders and objects in the configured bucket.
 @Suite("Clean-up: the jobs each deletion queues")
 struct CleanupJobQueueTests {

@@ -8,7 +8,7 @@ enum WriteResult: Sendable, Equatable {
     case created, updated, unchanged, conflict(newerThanRequest: Bool)
 }
 
-@Suite("Concurrent writes to one record (API.md section 5): last write wins, decided atomically")
+@Suite("Concurrent writes to one record (openapi.yaml): last write wins, decided atomically")
 struct ConcurrencyTests {
     static let threads = 6
     static let writesPerThread = 15

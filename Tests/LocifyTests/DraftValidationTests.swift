@@ -4,7 +4,7 @@ import Testing
 @testable import Locify
 
 /// Drafts built from values in code pass the same rules as drafts decoded from a request body:
-/// the domain validates them, not the JSON layer (API.md section 11).
+/// the domain validates them, not the JSON layer (openapi.yaml).
 @Suite("Drafts built from values are validated and normalised by the domain")
 struct DraftValidationTests {
     let id = UUID()

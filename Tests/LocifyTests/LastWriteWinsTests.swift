@@ -2,7 +2,7 @@ import Testing
 
 @testable import Locify
 
-@Suite("Last write wins (API.md sections 5 and 11)")
+@Suite("Last write wins (openapi.yaml)")
 struct LastWriteWinsTests {
     let now = Timestamp(milliseconds: 1_000_000)
     let t = Timestamp(milliseconds: 500_000)

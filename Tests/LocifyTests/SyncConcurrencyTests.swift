@@ -6,7 +6,7 @@ import TestSupport
 
 @testable import Locify
 
-/// The promise of API.md section 7: following cursors never skips a change, including changes
+/// The promise of openapi.yaml: following cursors never skips a change, including changes
 /// committed concurrently with a pull. Proven with concurrent writers and readers, and shown to
 /// fail, deterministically, for a reader keyed on a timestamp instead of the per-user stamp.
 @Suite("Sync under concurrency: the change_seq cursor never skips a change")

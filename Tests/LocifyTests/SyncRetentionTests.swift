@@ -6,7 +6,7 @@ import TestSupportDatabase
 
 @testable import Locify
 
-/// Tombstone retention (API.md section 11 "Sync"): cursors age on the server's clock, the purge
+/// Tombstone retention (openapi.yaml): cursors age on the server's clock, the purge
 /// removes only tombstones past the horizon, and a client that could miss a purged delete is
 /// sent back to a full resync (E009).
 @Suite("Sync retention: cursor age, tombstone purge")

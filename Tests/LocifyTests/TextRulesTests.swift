@@ -2,7 +2,7 @@ import Testing
 
 @testable import Locify
 
-@Suite("Text rules (API.md section 11)")
+@Suite("Text rules (openapi.yaml)")
 struct TextRulesTests {
     @Test("names are trimmed of Unicode whitespace")
     func trimsNames() throws {

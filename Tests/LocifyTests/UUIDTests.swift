@@ -25,7 +25,7 @@ struct UUIDTests {
         #expect(UUID(apiString: text) == nil)
     }
 
-    @Test("default category ids are the UUIDv5 of API.md section 4")
+    @Test("default category ids are the UUIDv5 of openapi.yaml")
     func defaultIDs() {
         #expect(DefaultCategories.all.map(\.name) == ["Restaurant", "Cafe", "Tourist Attraction", "Favorites"])
         #expect(

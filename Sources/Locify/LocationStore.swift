@@ -165,7 +165,6 @@ enum LocationStore {
         }
         var stampColumns = ""
         var pageFilters = filters
-        var joinCondition = "true"
         var binds = [
             PostgresBind(userID), PostgresBind(query.categoryID), PostgresBind(query.isFavorite), PostgresBind(search),
             PostgresBind(Int64(query.page.size)), PostgresBind(query.page.offset),
@@ -173,8 +172,9 @@ enum LocationStore {
         if let deep {
             stampColumns = "u.change_seq, (extract(epoch FROM u.created_at) * 1000000)::bigint, "
             if case .from(let start) = deep {
-                pageFilters += after
-                joinCondition = "u.change_seq = $8 AND (extract(epoch FROM u.created_at) * 1000000)::bigint = $9"
+                // Refers only to the user row: a one-time filter that skips the page read at once
+                // when the stamp has moved on.
+                pageFilters += after + " AND u.change_seq = $8 AND (extract(epoch FROM u.created_at) * 1000000)::bigint = $9"
                 binds[5] = PostgresBind(start.skip)
                 binds += [PostgresBind(start.boundaryID), PostgresBind(start.stamp.changeSeq), PostgresBind(start.stamp.account)]
             }
@@ -198,7 +198,7 @@ enum LocationStore {
                 CROSS JOIN LATERAL (
                     SELECT * FROM locations r WHERE r.user_id = u.id AND r.id = page.id OFFSET 0
                 ) loc
-            ) l ON \(joinCondition)
+            ) l ON true
             WHERE u.id = $1
             ORDER BY \(order("l."))
             """

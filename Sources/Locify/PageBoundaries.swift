@@ -43,12 +43,13 @@ final class PageBoundaries: Sendable {
     }
 
     private let state = Mutex(State())
-    /// Listings remembered at most (least recently used dropped first). Default 4,096.
+    /// Listings remembered at most (least recently used dropped first). Default 1,024, which
+    /// with `maxBoundaries` bounds the memory to well under 1 MB.
     let maxListings: Int
-    /// Boundaries kept per listing (the shallowest dropped first). Default 32.
+    /// Boundaries kept per listing (the shallowest dropped first). Default 16.
     let maxBoundaries: Int
 
-    init(maxListings: Int = 4096, maxBoundaries: Int = 32) {
+    init(maxListings: Int = 1024, maxBoundaries: Int = 16) {
         self.maxListings = maxListings
         self.maxBoundaries = maxBoundaries
     }

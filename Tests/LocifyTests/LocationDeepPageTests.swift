@@ -106,6 +106,29 @@ struct LocationDeepPageTests {
         #expect(db.services.locations.boundaries.start(key, at: 600)?.skip == 1)
     }
 
+    @Test("the boundary map is bounded: least recently used listings and the shallowest boundaries go first; a new stamp starts over")
+    func bounded() {
+        let map = PageBoundaries(maxListings: 2, maxBoundaries: 3)
+        let stamp = PageBoundaries.Stamp(changeSeq: 7, account: 1)
+        func key(_ user: String) -> PageBoundaries.Key { .init(userID: user, sort: .createdAt, categoryID: nil, isFavorite: nil) }
+        let ids = (0..<6).map { _ in UUID() }
+        map.remember(key("a"), stamp: stamp, offset: 400, ids: Array(ids[0..<3]))
+        #expect(map.start(key("a"), at: 401) == .init(stamp: stamp, boundaryID: ids[0], skip: 1))
+        #expect(map.start(key("a"), at: 402) == .init(stamp: stamp, boundaryID: ids[2], skip: 0))
+        #expect(map.start(key("a"), at: 399) == nil)
+        map.remember(key("a"), stamp: stamp, offset: 500, ids: Array(ids[3..<6]))
+        #expect(map.start(key("a"), at: 401) == nil)  // offset 400 was the shallowest of four
+        #expect(map.start(key("a"), at: 450)?.boundaryID == ids[2])
+        map.remember(key("b"), stamp: stamp, offset: 400, ids: [ids[0]])
+        _ = map.start(key("a"), at: 500)
+        map.remember(key("c"), stamp: stamp, offset: 400, ids: [ids[1]])
+        #expect(map.start(key("b"), at: 400) == nil)  // least recently used
+        #expect(map.start(key("a"), at: 500) != nil && map.start(key("c"), at: 400) != nil)
+        map.remember(key("c"), stamp: .init(changeSeq: 8, account: 1), offset: 600, ids: [ids[2]])
+        #expect(map.start(key("c"), at: 500) == nil)
+        #expect(map.start(key("c"), at: 600)?.stamp.changeSeq == 8)
+    }
+
     @Test("every sort and filter: deep pages equal the OFFSET pages, with ties, past the end, and on repeat")
     func everyListing() throws {
         let (db, caller, first, _) = try Self.seeded()

@@ -69,12 +69,19 @@ pg_cluster_find_bindir() {
     return 1
 }
 
-# Like pg_cluster_find_bindir, installing the `postgresql` package first when it is missing.
+# Like pg_cluster_find_bindir, installing the `postgresql` package first when it is missing, and
+# the contrib extensions (`postgresql-contrib`) when pg_trgm is missing: migration 0003 creates it.
 pg_cluster_bindir() {
-    if ! pg_cluster_find_bindir; then
+    local bindir sharedir
+    if ! bindir=$(pg_cluster_find_bindir); then
         pg_cluster_apt_install postgresql
-        pg_cluster_find_bindir
+        bindir=$(pg_cluster_find_bindir) || return 1
     fi
+    sharedir=$("$bindir/pg_config" --sharedir 2>/dev/null || echo "/usr/share/postgresql/$(basename "$(dirname "$bindir")")")
+    if [[ ! -f "$sharedir/extension/pg_trgm.control" ]]; then
+        pg_cluster_apt_install postgresql-contrib >&2 || return 1
+    fi
+    echo "$bindir"
 }
 
 # Runs a PostgreSQL binary as the user owning the cluster (`postgres` when we are root).

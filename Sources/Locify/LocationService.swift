@@ -6,8 +6,13 @@ import Postgres
 public struct LocationService: Sendable {
     let pool: ConnectionPool
     let now: @Sendable () -> Timestamp
+    /// Where deep pages of each listing start (see `listDeep`).
+    let boundaries = PageBoundaries()
 
     public func list(_ caller: Caller, _ query: LocationQuery) throws -> Page<Location> {
+        if query.search == nil && query.page.offset >= LocationStore.deepOffset && query.page.offset < Int64.max {
+            return try listDeep(caller, query)
+        }
         let read = { (connection: PostgresConnection) throws -> Page<Location> in
             try AccountGate.read(connection, caller, LocationStore.listQuery(userID: caller.userID, query)) { rows in
                 var records: [Location] = []
@@ -26,6 +31,48 @@ public struct LocationService: Sendable {
         return try pool.withTransaction { connection in
             try connection.execute(unsafeSQL: "SET LOCAL plan_cache_mode = force_custom_plan")
             return try read(connection)
+        }
+    }
+
+    /// A deep page: read after the nearest remembered boundary at or before its offset when there
+    /// is one and the user's records have not changed since (the statement checks it in its own
+    /// snapshot), else with OFFSET; either way the page's first and last rows are remembered. So
+    /// the cost of OFFSET is paid once per listing and change of the user's records, not on every
+    /// request (bench/RESULTS.md, "Deep pages").
+    private func listDeep(_ caller: Caller, _ query: LocationQuery) throws -> Page<Location> {
+        let key = PageBoundaries.Key(
+            userID: caller.userID, sort: query.sort, categoryID: query.categoryID, isFavorite: query.isFavorite)
+        let offset = query.page.offset
+        if let start = boundaries.start(key, at: offset) {
+            let (page, stamp) = try readDeep(caller, query, .from(start))
+            // A fresh stamp with an empty page that should not be empty would mean the boundary row
+            // is gone, which no write can do without changing the stamp; read by offset then too.
+            if stamp == start.stamp && (!page.records.isEmpty || page.totalCount <= offset) {
+                boundaries.remember(key, stamp: stamp, offset: offset, ids: page.records.map(\.id))
+                return page
+            }
+            boundaries.forget(key)
+        }
+        let (page, stamp) = try readDeep(caller, query, .byOffset)
+        boundaries.remember(key, stamp: stamp, offset: offset, ids: page.records.map(\.id))
+        return page
+    }
+
+    private func readDeep(
+        _ caller: Caller, _ query: LocationQuery, _ deep: LocationStore.DeepRead
+    ) throws -> (Page<Location>, PageBoundaries.Stamp) {
+        try pool.withConnection { connection in
+            try AccountGate.read(connection, caller, LocationStore.listQuery(userID: caller.userID, query, deep: deep)) { rows in
+                var records: [Location] = []
+                records.reserveCapacity(rows.count)
+                for row in rows where !row.isNull(4) {
+                    records.append(try Location(row: row, at: 4))
+                }
+                let first = rows.first
+                let stamp = PageBoundaries.Stamp(changeSeq: try first?.decode(2) ?? -1, account: try first?.decode(3) ?? -1)
+                let total: Int64 = try first?.decode(1) ?? 0
+                return (Page(records: records, totalCount: total, page: query.page.page, size: query.page.size), stamp)
+            }
         }
     }
 

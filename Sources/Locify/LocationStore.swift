@@ -115,35 +115,81 @@ enum LocationStore {
         ).map { row throws(PostgresError) in (try row.decode(0), try row.decode(1)) }
     }
 
+    /// How a deep page (offset at or beyond `deepOffset`, no text search) is read; such pages also
+    /// return the user's stamp, so their boundaries can be remembered (`PageBoundaries`).
+    enum DeepRead: Equatable {
+        /// With OFFSET from the start of the listing.
+        case byOffset
+        /// After a remembered boundary row, when the user's stamp is still the one given.
+        case from(PageBoundaries.Start)
+    }
+
+    /// Pages from this offset on are read through `PageBoundaries`; shallower ones skip their
+    /// offset in the index in microseconds.
+    static let deepOffset: Int64 = 400
+
     /// One page of live locations with its total; the first column is the account gate's
     /// `tokens_valid_after`, the second the total, then the location columns (NULL when the page
     /// is empty). Each filter combination is its own statement text (so each gets its own plan and
-    /// index) but binds are always `$1` user, `$2` category, `$3` favorite, `$4` search, `$5`
-    /// limit, `$6` offset; the SQL text is built only from the constant fragments below.
+    /// index) but binds are always `$1` user, `$2` category, `$3` favorite, `$4` search pattern,
+    /// `$5` limit, `$6` offset; the SQL text is built only from the constant fragments below.
     ///
     /// The page is found on ids alone (an index-only scan of the sort's partial index skips the
-    /// offset without touching the table, so page 500 costs about what page 1 does) and only its
-    /// rows are then read. The total does not depend on the page row, so it is computed once
-    /// (bench/RESULTS.md, "Resources at scale").
-    static func listQuery(userID: String, _ query: LocationQuery) -> PostgresQuery {
+    /// offset without touching the table) and only its rows are then read. The total does not
+    /// depend on the page row, so it is computed once (bench/RESULTS.md, "Resources at scale").
+    ///
+    /// A `deep` read puts the user's change stamp and account time (`PageBoundaries.Stamp`) in
+    /// columns 3 and 4 and the location columns from column 5 on; `.from` reads the page after
+    /// the boundary row `$7` (skipping `$6` rows counted from it) and only when the stamp is still
+    /// `$8`/`$9`, checked in the same snapshot (else the location columns are NULL).
+    static func listQuery(userID: String, _ query: LocationQuery, deep: DeepRead? = nil) -> PostgresQuery {
         var filters = ""
         if query.categoryID != nil { filters += " AND category_id = $2" }
         if query.isFavorite != nil { filters += " AND is_favorite = $3" }
-        let search = query.search.map(TextRules.sortKey)
-        if search != nil { filters += " AND strpos(search_text, $4) > 0" }
+        let search = query.search.map { substringPattern(TextRules.sortKey($0)) }
+        if search != nil { filters += " AND search_text LIKE $4" }
         let order: (String) -> String
+        // The boundary row's sort key, read by primary key in the page's own snapshot.
+        let boundary = { (column: String) in "(SELECT b.\(column) FROM locations b WHERE b.user_id = $1 AND b.id = $7)" }
+        let after: String
         switch query.sort {
-        case .createdAt: order = { "\($0)created_at DESC, \($0)id" }
-        case .updatedAt: order = { "\($0)updated_at DESC, \($0)id" }
-        case .name: order = { "\($0)name_key, \($0)id" }
+        case .createdAt:
+            order = { "\($0)created_at DESC, \($0)id" }
+            after = " AND created_at <= \(boundary("created_at")) AND (created_at < \(boundary("created_at")) OR id >= $7)"
+        case .updatedAt:
+            order = { "\($0)updated_at DESC, \($0)id" }
+            after = " AND updated_at <= \(boundary("updated_at")) AND (updated_at < \(boundary("updated_at")) OR id >= $7)"
+        case .name:
+            order = { "\($0)name_key, \($0)id" }
+            after = " AND (name_key, id) >= (\(boundary("name_key")), $7)"
         }
+        var stampColumns = ""
+        var pageFilters = filters
+        var binds = [
+            PostgresBind(userID), PostgresBind(query.categoryID), PostgresBind(query.isFavorite), PostgresBind(search),
+            PostgresBind(Int64(query.page.size)), PostgresBind(query.page.offset),
+        ]
+        if let deep {
+            stampColumns = "u.change_seq, (extract(epoch FROM u.created_at) * 1000000)::bigint, "
+            if case .from(let start) = deep {
+                // Refers only to the user row: a one-time filter that skips the page read at once
+                // when the stamp has moved on.
+                pageFilters += after + " AND u.change_seq = $8 AND (extract(epoch FROM u.created_at) * 1000000)::bigint = $9"
+                binds[5] = PostgresBind(start.skip)
+                binds += [PostgresBind(start.boundaryID), PostgresBind(start.stamp.changeSeq), PostgresBind(start.stamp.account)]
+            }
+        }
+        // A search is planned for its values (LocationService.list), so its page names the user
+        // as `$1`: the planner then knows how many rows that user has and whether the trigram index
+        // or the sort's index finds the page sooner.
+        let pageUser = search != nil ? "$1" : "u.id"
         let sql = """
-            SELECT u.tokens_valid_after, \(totalExpression(query, filters: filters)), \(Location.columns("l"))
+            SELECT u.tokens_valid_after, \(totalExpression(query, filters: filters)), \(stampColumns)\(Location.columns("l"))
             FROM users u
             LEFT JOIN LATERAL (
                 SELECT loc.* FROM (
                     SELECT id FROM locations
-                    WHERE user_id = u.id AND deleted_at IS NULL\(filters)
+                    WHERE user_id = \(pageUser) AND deleted_at IS NULL\(pageFilters)
                     ORDER BY \(order(""))
                     LIMIT $5 OFFSET $6
                 ) page
@@ -156,12 +202,7 @@ enum LocationStore {
             WHERE u.id = $1
             ORDER BY \(order("l."))
             """
-        return PostgresQuery(
-            unsafeSQL: sql,
-            binds: [
-                PostgresBind(userID), PostgresBind(query.categoryID), PostgresBind(query.isFavorite), PostgresBind(search),
-                PostgresBind(Int64(query.page.size)), PostgresBind(query.page.offset),
-            ])
+        return PostgresQuery(unsafeSQL: sql, binds: binds)
     }
 
     /// The total of a listing: read from the per-category counters the triggers maintain, except
@@ -186,6 +227,21 @@ enum LocationStore {
             COALESCE((SELECT \(counter("c")) FROM categories c
                       WHERE c.user_id = $1 AND c.id = $2 AND c.deleted_at IS NULL), 0)
             """
+    }
+
+    /// A LIKE pattern matching any text that contains `text` literally: `%`, `_` and the escape
+    /// character `\` (LIKE's default) are escaped, then the whole is wrapped in `%...%`. Matching
+    /// the lower-cased `search_text` with it is the substring test `q` means (API.md section 11),
+    /// and the form the trigram index `locations_live_search` serves.
+    static func substringPattern(_ text: String) -> String {
+        var pattern = "%"
+        pattern.unicodeScalars.reserveCapacity(text.unicodeScalars.count + 2)
+        for scalar in text.unicodeScalars {
+            if scalar == "%" || scalar == "_" || scalar == "\\" { pattern.unicodeScalars.append("\\") }
+            pattern.unicodeScalars.append(scalar)
+        }
+        pattern.unicodeScalars.append("%")
+        return pattern
     }
 
     /// One live location; first column as in `listQuery`.

@@ -1,8 +1,10 @@
 -- bench/sync/seed.sql: one user with a large sync history, and other users around it.
 --
 -- psql variables: uid (the measured user), categories, locations (rows of that user, live or
--- tombstones), history (later edits of random locations, every third one a delete), others
--- (other users) and per_other (locations each). Run by bench/sync/run on a migrated database.
+-- tombstones), stride (stamps between two locations: the changes each location went through
+-- before its last one, so the history is locations x stride stamps long), history (later edits
+-- of random locations, every third one a delete), others (other users) and per_other (locations
+-- each). Run by bench/sync/run on a migrated database.
 --
 -- Rows are written as the services write them (names, sort keys, search text, one change stamp
 -- per write, per-user change_seq); the counters are computed once at the end instead of by the
@@ -29,7 +31,7 @@ SELECT :'uid', md5(:'uid' || ':l:' || g)::uuid, md5(:'uid' || ':c:' || (g % :cat
        'place ' || g || E'\n' || g || ' main street' || E'\n' || 'a place worth a visit, number ' || g,
        (g % 180) - 89.5, (g % 360) - 179.5, g % 7 = 0,
        ARRAY['https://firebasestorage.googleapis.com/v0/b/bench.appspot.com/o/locations%2F' || :'uid' || '%2F' || g || '%2Fa.jpg?alt=media'],
-       1, now() - interval '20 days', now() - interval '20 days', :categories + g, now() - interval '20 days'
+       1, now() - interval '20 days', now() - interval '20 days', :categories + g * :stride, now() - interval '20 days'
 FROM generate_series(1, :locations) g;
 
 WITH picked AS (
@@ -42,12 +44,12 @@ UPDATE locations l
    SET version = l.version + 1, name = l.name || ' (edited)', name_key = l.name_key || ' (edited)',
        updated_at = now() - interval '10 days' + p.n * interval '1 second',
        deleted_at = CASE WHEN p.n % 3 = 0 THEN now() - interval '10 days' + p.n * interval '1 second' END,
-       change_seq = :categories + :locations + p.n,
+       change_seq = :categories + :locations * :stride + p.n,
        changed_at = now() - interval '10 days' + p.n * interval '1 second'
   FROM picked p
  WHERE l.user_id = :'uid' AND l.id = p.id;
 
-UPDATE users SET change_seq = :categories + :locations + :history WHERE id = :'uid';
+UPDATE users SET change_seq = :categories + :locations * :stride + :history WHERE id = :'uid';
 
 -- Other users: 10 categories and per_other locations each.
 INSERT INTO categories (user_id, id, name, name_key, version, created_at, updated_at, change_seq, changed_at)

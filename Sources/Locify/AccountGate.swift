@@ -84,19 +84,3 @@ enum AccountGate {
         return try decode(rows)
     }
 }
-
-// Until LocationService (changed on another branch when this landed) passes its clock: the same
-// gate on the wall clock. Remove once nothing calls these.
-extension AccountGate {
-    @available(*, deprecated, message: "pass the service's clock: beginWrite(_:_:now:)")
-    static func beginWrite(_ connection: PostgresConnection, _ caller: Caller) throws -> Int64 {
-        try beginWrite(connection, caller, now: Timestamp.now)
-    }
-
-    @available(*, deprecated, message: "pass the service's clock: read(_:_:_:now:_:)")
-    static func read<T>(
-        _ connection: PostgresConnection, _ caller: Caller, _ query: PostgresQuery, _ decode: (PostgresRows) throws -> T
-    ) throws -> T {
-        try read(connection, caller, query, now: Timestamp.now, decode)
-    }
-}

@@ -2,19 +2,21 @@ import Foundation
 import Postgres
 
 /// Locations: listing with filters and sorts, reads, last-write-wins writes and deletes
-/// (API.md sections 4-6). Every write is one transaction under the user's write lock.
+/// (openapi.yaml). Every write is one transaction under the user's write lock.
 public struct LocationService: Sendable {
     let pool: ConnectionPool
     let now: @Sendable () -> Timestamp
     /// Where deep pages of each listing start (see `listDeep`).
     let boundaries = PageBoundaries()
 
+    /// One page of the caller's live locations, filtered, searched and sorted as `query` says, with
+    /// the exact total; deep pages start from a remembered boundary (`listDeep`).
     public func list(_ caller: Caller, _ query: LocationQuery) throws -> Page<Location> {
         if query.search == nil && query.page.offset >= LocationStore.deepOffset && query.page.offset < Int64.max {
             return try listDeep(caller, query)
         }
         let read = { (connection: PostgresConnection) throws -> Page<Location> in
-            try AccountGate.read(connection, caller, LocationStore.listQuery(userID: caller.userID, query)) { rows in
+            try AccountGate.read(connection, caller, LocationStore.listQuery(userID: caller.userID, query), now: now) { rows in
                 var records: [Location] = []
                 records.reserveCapacity(rows.count)
                 for row in rows where !row.isNull(2) {
@@ -62,7 +64,7 @@ public struct LocationService: Sendable {
         _ caller: Caller, _ query: LocationQuery, _ deep: LocationStore.DeepRead
     ) throws -> (Page<Location>, PageBoundaries.Stamp) {
         try pool.withConnection { connection in
-            try AccountGate.read(connection, caller, LocationStore.listQuery(userID: caller.userID, query, deep: deep)) { rows in
+            try AccountGate.read(connection, caller, LocationStore.listQuery(userID: caller.userID, query, deep: deep), now: now) { rows in
                 var records: [Location] = []
                 records.reserveCapacity(rows.count)
                 for row in rows where !row.isNull(4) {
@@ -76,9 +78,10 @@ public struct LocationService: Sendable {
         }
     }
 
+    /// The caller's live location `id`; E007 when it is unknown, deleted or another user's.
     public func get(_ caller: Caller, id: UUID) throws -> Location {
         let found = try pool.withConnection { connection in
-            try AccountGate.read(connection, caller, LocationStore.getQuery(userID: caller.userID, id: id)) { rows in
+            try AccountGate.read(connection, caller, LocationStore.getQuery(userID: caller.userID, id: id), now: now) { rows in
                 try rows.first.flatMap { row throws(PostgresError) in row.isNull(1) ? nil : try Location(row: row, at: 1) }
             }
         }
@@ -109,7 +112,7 @@ public struct LocationService: Sendable {
         _ caller: Caller, _ draft: LocationDraft, _ intent: LastWriteWins.Intent
     ) throws -> WriteOutcome<Location> {
         try pool.withTransaction { connection in
-            let stamp = try AccountGate.beginWrite(connection, caller)
+            let stamp = try AccountGate.beginWrite(connection, caller, now: now)
             let stored = try LocationStore.find(connection, userID: caller.userID, id: draft.id)
             let now = self.now()
             let decision = LastWriteWins.decide(
@@ -152,10 +155,10 @@ public struct LocationService: Sendable {
     }
 
     /// DELETE: tombstones the location (idempotent); returns the tombstone. Its images are left
-    /// to the client (API.md section 11).
+    /// to the client (openapi.yaml).
     public func delete(_ caller: Caller, id: UUID, updatedAt: Timestamp?) throws -> Location {
         try pool.withTransaction { connection in
-            let stamp = try AccountGate.beginWrite(connection, caller)
+            let stamp = try AccountGate.beginWrite(connection, caller, now: now)
             let stored = try LocationStore.find(connection, userID: caller.userID, id: id)
             let decision = LastWriteWins.decide(
                 .delete, stored: stored?.clock, requested: updatedAt, sameContent: false, now: now())

@@ -87,7 +87,7 @@ enum LocationStore {
     }
 
     /// Moves every live location of a deleted category to `target`, each stamped with the later of
-    /// the delete's time and its own `updated_at` (API.md section 11); version + 1.
+    /// the delete's time and its own `updated_at` (openapi.yaml); version + 1.
     static func moveAll(
         _ connection: PostgresConnection, userID: String, from category: UUID, to target: UUID, at: Timestamp,
         stamp: Int64
@@ -231,7 +231,7 @@ enum LocationStore {
 
     /// A LIKE pattern matching any text that contains `text` literally: `%`, `_` and the escape
     /// character `\` (LIKE's default) are escaped, then the whole is wrapped in `%...%`. Matching
-    /// the lower-cased `search_text` with it is the substring test `q` means (API.md section 11),
+    /// the lower-cased `search_text` with it is the substring test `q` means (openapi.yaml),
     /// and the form the trigram index `locations_live_search` serves.
     static func substringPattern(_ text: String) -> String {
         var pattern = "%"

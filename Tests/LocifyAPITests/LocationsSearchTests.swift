@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 
 /// `q` of `GET /v1/locations` is a case-insensitive substring of name, address or description in
-/// which every character is literal (API.md sections 6 and 11), whatever the pattern syntax the
+/// which every character is literal (openapi.yaml), whatever the pattern syntax the
 /// database matches it with: LIKE's `%`, `_` and its escape character `\` among them.
 @Suite("Location search over HTTP: LIKE metacharacters are literal, short queries, fields apart")
 struct LocationsSearchTests {

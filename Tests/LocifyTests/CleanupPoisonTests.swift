@@ -87,14 +87,20 @@ struct CleanupPoisonTests {
         let uid = caller.userID
         let category = UUID()
         _ = try services.categories.create(caller, CategoryDraft(id: category, name: "Poisoned"))
-        // Drafts built in code skip the write-time rule, as rows stored before it did.
+        // Rows stored before the write-time rule: the location is written with a valid URL, then
+        // its stored URLs are set directly (a draft refuses the poison ones).
+        let location = UUID()
         _ = try services.locations.create(caller, LocationDraft(
-            id: UUID(), categoryID: category, name: "Poison", latitude: 1, longitude: 1,
-            imageURLs: [
-                Self.firebaseURL("locations%2F\(uid)%2Fa%00b"),
-                Self.firebaseURL("locations%2F\(uid)%2F\(Self.longName)"),
-                Self.firebaseURL("locations%2F\(uid)%2Fshared%2Fgood.jpg"),
-            ]))
+            id: location, categoryID: category, name: "Poison", latitude: 1, longitude: 1,
+            imageURLs: [Self.firebaseURL("locations%2F\(uid)%2Fshared%2Fgood.jpg")]))
+        let stored = [
+            Self.firebaseURL("locations%2F\(uid)%2Fa%00b"),
+            Self.firebaseURL("locations%2F\(uid)%2F\(Self.longName)"),
+            Self.firebaseURL("locations%2F\(uid)%2Fshared%2Fgood.jpg"),
+        ]
+        try db.pool.withConnection { connection in
+            try connection.query("UPDATE locations SET image_urls = \(stored) WHERE user_id = \(uid) AND id = \(location)")
+        }
 
         _ = try services.categories.delete(caller, id: category, updatedAt: nil, reassignTo: nil)
 

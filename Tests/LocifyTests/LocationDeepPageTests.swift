@@ -7,7 +7,7 @@ import TestSupport
 
 /// Deep pages of `GET /v1/locations` are read after remembered boundary rows (`PageBoundaries`);
 /// whatever the user writes in between, every page must be exactly the rows an OFFSET over the
-/// listing's order gives (API.md section 6: numbered pages, ties broken by id).
+/// listing's order gives (openapi.yaml: numbered pages, ties broken by id).
 @Suite("Deep location pages read after remembered boundaries stay exact across writes")
 struct LocationDeepPageTests {
     /// 900 locations in two categories with tied creation times (three per minute), tied names
@@ -143,14 +143,13 @@ struct LocationDeepPageTests {
         let listings = Self.listings(first)
         try Self.expectExact(db, caller, listings)
         // A new newest location shifts every created_at page by one row.
-        let newest = LocationDraft(id: UUID(), categoryID: first, name: "Aaa newest", latitude: 0, longitude: 0, isFavorite: true)
+        let newest = try LocationDraft(id: UUID(), categoryID: first, name: "Aaa newest", latitude: 0, longitude: 0, isFavorite: true)
         _ = try db.services.locations.create(caller, newest)
         try Self.expectExact(db, caller, listings)
         // An edit moves a row within the updated_at and name orders; a delete removes a row that
         // a remembered boundary may point at.
         let deepRows = try Self.truth(db, caller, LocationQuery())
-        var edited = LocationDraft(id: deepRows[500], categoryID: second, name: "Zzz edited", latitude: 1, longitude: 1)
-        edited.isFavorite = true
+        let edited = try LocationDraft(id: deepRows[500], categoryID: second, name: "Zzz edited", latitude: 1, longitude: 1, isFavorite: true)
         _ = try db.services.locations.replace(caller, edited)
         _ = try db.services.locations.delete(caller, id: deepRows[420], updatedAt: nil)
         try Self.expectExact(db, caller, listings)

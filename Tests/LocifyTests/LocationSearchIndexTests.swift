@@ -43,7 +43,7 @@ struct LocationSearchIndexTests {
         let category = UUID()
         _ = try db.services.categories.create(caller, CategoryDraft(id: category, name: "Places"))
         for name in Self.names {
-            let draft = LocationDraft(
+            let draft = try LocationDraft(
                 id: UUID(), categoryID: category, name: name, description: "Seen in \(name.count) minutes", latitude: 0, longitude: 0)
             _ = try db.services.locations.create(caller, draft)
         }

@@ -122,7 +122,8 @@ func runBenchmark(_ options: Options) throws {
     for (index, benchmarkCase) in cases.enumerated() {
         let middle = median(samples[index])
         let fastest = samples[index].min() ?? middle
-        let isOurs = benchmarkCase.implementation == Implementation.ours
+        let isOurs =
+            benchmarkCase.implementation == Implementation.ours
             || benchmarkCase.implementation == Implementation.oursTyped
         if isOurs { oursByWorkload[benchmarkCase.workload] = middle }
         let ratio = isOurs ? "-" : oursByWorkload[benchmarkCase.workload].map { String(format: "%.2f", $0 / middle) } ?? "?"

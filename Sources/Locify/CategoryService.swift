@@ -79,9 +79,6 @@ public struct CategoryService: Sendable {
     /// locations are tombstoned too and their folders and owned objects are queued as well.
     /// Returns the tombstone.
     public func delete(_ caller: Caller, id: UUID, updatedAt: Timestamp?, reassignTo: UUID?) throws -> Category {
-        if reassignTo == id {
-            throw LocifyError.invalid("reassign_category_id", "must not be the category being deleted")
-        }
         do {
             return try deleteInTransaction(caller, id: id, updatedAt: updatedAt, reassignTo: reassignTo)
         } catch {
@@ -92,6 +89,10 @@ public struct CategoryService: Sendable {
     private func deleteInTransaction(_ caller: Caller, id: UUID, updatedAt: Timestamp?, reassignTo: UUID?) throws -> Category {
         try pool.withTransaction { connection in
             let stamp = try AccountGate.beginWrite(connection, caller, now: now)
+            // Checked after the gate: a revoked token is 401 before a bad request is 400.
+            if reassignTo == id {
+                throw LocifyError.invalid("reassign_category_id", "must not be the category being deleted")
+            }
             let stored = try CategoryStore.find(connection, userID: caller.userID, id: id)
             let decision = LastWriteWins.decide(
                 .delete, stored: stored?.clock, requested: updatedAt, sameContent: false, now: now())

@@ -118,16 +118,16 @@ public struct LocationService: Sendable {
             let decision = LastWriteWins.decide(
                 intent, stored: stored?.clock, requested: draft.updatedAt,
                 sameContent: stored.map(draft.hasSameContent) ?? false, now: now)
+            // The category must be one of the user's live categories: the schema's trigger checks
+            // it in the same statement (SQLSTATE LC001, E007 through `CategoryGuard`).
             return try decision.applyWrite(
                 stored: stored, kind: "location", conflict: \.state,
                 insert: { at in
-                    try requireLiveCategory(connection, caller, draft)
-                    return try LocationStore.insert(
+                    try LocationStore.insert(
                         connection, userID: caller.userID, draft, at: at, createdAt: min(draft.createdAt ?? at, now), stamp: stamp)
                 },
                 overwrite: { at in
-                    try requireLiveCategory(connection, caller, draft)
-                    return try LocationStore.overwrite(connection, userID: caller.userID, draft, at: at, stamp: stamp)
+                    try LocationStore.overwrite(connection, userID: caller.userID, draft, at: at, stamp: stamp)
                 })
         }
     }
@@ -144,13 +144,6 @@ public struct LocationService: Sendable {
             }
         } catch let error as PostgresError where error.sqlState == CategoryGuard.sqlState {
             return nil
-        }
-    }
-
-    /// A location must belong to one of the user's live categories (E007 otherwise).
-    private func requireLiveCategory(_ connection: PostgresConnection, _ caller: Caller, _ draft: LocationDraft) throws {
-        guard try CategoryStore.isLive(connection, userID: caller.userID, id: draft.categoryID) else {
-            throw LocifyError.notFound("category")
         }
     }
 

@@ -6,20 +6,19 @@ extension SyncService {
     /// REPEATABLE READ, read-only transaction with its next cursor computed inside it.
     /// - Parameter limit: 1-1000 changes (validated by the API layer).
     public func pull(_ caller: Caller, since: String?, limit: Int) throws -> FeedPage {
-        let start = try since.map { (text) throws(LocifyError) in try SyncCursor(encoded: text, userID: caller.userID) }
         do {
-            return try readPage(caller, start: start, limit: limit)
+            return try readPage(caller, since: since, limit: limit)
         } catch is AccountMissing {
             // First request of a new user: provisioning writes, so it cannot run in the
             // read-only snapshot transaction.
             try pool.withConnection { connection in try AccountGate.provision(connection, caller, now: categories.now) }
-            return try readPage(caller, start: start, limit: limit)
+            return try readPage(caller, since: since, limit: limit)
         }
     }
 
     private struct AccountMissing: Error {}
 
-    private func readPage(_ caller: Caller, start: SyncCursor?, limit: Int) throws -> FeedPage {
+    private func readPage(_ caller: Caller, since: String?, limit: Int) throws -> FeedPage {
         try pool.withTransaction(isolation: .repeatableRead, readOnly: true) { connection in
             guard
                 let user = try connection.query(
@@ -30,6 +29,8 @@ extension SyncService {
                 ).first
             else { throw AccountMissing() }
             try AccountGate.check(tokensValidAfter: user.decode(0), caller)
+            // Decoded after the gate: a revoked token is 401 before a malformed cursor is 400.
+            let start = try since.map { (text) throws(LocifyError) in try SyncCursor(encoded: text, userID: caller.userID) }
             let serverNow: Timestamp = try user.decode(2)
             let accountCreatedAt: Timestamp = try user.decode(3)
             let purgedThrough: Int64 = try user.decode(4)

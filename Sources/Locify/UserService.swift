@@ -31,9 +31,10 @@ public struct UserService: Sendable {
     /// `PUT /v1/users/me`: renames the user; the name must pass the name rule (trimmed, 1-255
     /// code points, no control characters; E001 otherwise).
     public func update(_ caller: Caller, name raw: String) throws -> UserProfile {
-        let name = try TextRules.name(raw, field: "name")
-        return try pool.withTransaction { connection in
+        try pool.withTransaction { connection in
             _ = try AccountGate.beginWrite(connection, caller, now: now)
+            // Checked after the gate: a revoked token is 401 before a bad name is 400.
+            let name = try TextRules.name(raw, field: "name")
             let rows = try connection.query(
                 """
                 UPDATE users u SET name = \(name), updated_at = \(now()) WHERE u.id = \(caller.userID)

@@ -20,8 +20,9 @@ struct LocifyResponder: HTTPResponder {
     let refusedLogLines: RateLimiter?
     /// Summarises the refused requests not logged one by one, at most one line per interval.
     let floodLog: SampledLog
-    /// The account gate (provisioning, revoked tokens), run when a request fails validation
-    /// before reaching the database, so a revoked token is told 401 rather than 400.
+    /// The account gate (provisioning, revoked tokens), run when a request fails decoding in the
+    /// API layer (`DecodingFailure`) before reaching a service, so a revoked token is told 401
+    /// rather than 400; errors thrown by a service come after its own gate.
     let admit: @Sendable (Caller) throws -> Void
     /// The paths whose routes are cheap and non-blocking, answered on the I/O thread; a set
     /// lookup, so the route table is searched once per request, in `respond`.
@@ -76,11 +77,10 @@ struct LocifyResponder: HTTPResponder {
                     }
                     do {
                         response = try handler(AuthenticatedRequest(request: request, parameters: parameters, caller: caller))
-                    } catch {
-                        if let status = APIError.mapping(error)?.status, [400, 403, 404, 415].contains(status.code) {
-                            try admit(caller)
-                        }
-                        throw error
+                    } catch let failure as DecodingFailure {
+                        // No service ran, so neither did the gate: a revoked token is 401 first.
+                        try admit(caller)
+                        throw failure.error
                     }
                 }
             }

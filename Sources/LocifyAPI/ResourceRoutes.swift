@@ -17,29 +17,35 @@ struct ResourceRoutes: Sendable {
         let locations = services.locations
         let cleanupQueued = self.cleanupQueued
         router.addAuthenticated(.GET, "/v1/categories") { request in
-            let page = try categories.list(request.caller, request.query.pageRequest())
+            let pageRequest = try decoding { try request.query.pageRequest() }
+            let page = try categories.list(request.caller, pageRequest)
             return .json(capacity: 128 + 320 * page.records.count) { writer in
                 writer.page(page) { writer, category in writer.category(category, userID: request.userID) }
             }
         }
         router.addAuthenticated(.GET, "/v1/categories/{id}") { request in
-            let category = try categories.get(request.caller, id: request.parameters.id())
+            let id = try decoding { try request.parameters.id() }
+            let category = try categories.get(request.caller, id: id)
             return .json { $0.category(category, userID: request.userID) }
         }
         router.addAuthenticated(.POST, "/v1/categories") { request in
-            let outcome = try categories.create(request.caller, CategoryDraft(json: request.request.jsonBody(), userID: request.userID))
+            let draft = try decoding { try CategoryDraft(json: request.request.jsonBody(), userID: request.userID) }
+            let outcome = try categories.create(request.caller, draft)
             return .json(outcome.status) { $0.category(outcome.record, userID: request.userID) }
         }
         let replaceCategory: @Sendable (AuthenticatedRequest, UUID?) throws -> HTTPResponse = { request, pathID in
-            let draft = try CategoryDraft(json: request.request.jsonBody(), userID: request.userID, pathID: pathID)
+            let draft = try decoding { try CategoryDraft(json: request.request.jsonBody(), userID: request.userID, pathID: pathID) }
             let outcome = try categories.replace(request.caller, draft)
             return .json(outcome.status) { $0.category(outcome.record, userID: request.userID) }
         }
         router.addAuthenticated(.PUT, "/v1/categories") { try replaceCategory($0, nil) }
-        router.addAuthenticated(.PUT, "/v1/categories/{id}") { try replaceCategory($0, $0.parameters.id()) }
+        router.addAuthenticated(.PUT, "/v1/categories/{id}") { request in
+            try replaceCategory(request, decoding { try request.parameters.id() })
+        }
         router.addAuthenticated(.DELETE, "/v1/categories/{id}") { request in
-            let id = try request.parameters.id()
-            let options = try DeleteOptions(body: request.request.optionalJSONBody(), query: request.request.queryItems)
+            let (id, options) = try decoding {
+                (try request.parameters.id(), try DeleteOptions(body: request.request.optionalJSONBody(), query: request.request.queryItems))
+            }
             _ = try categories.delete(
                 request.caller, id: id, updatedAt: options.updatedAt, reassignTo: options.reassignCategoryID)
             cleanupQueued()
@@ -47,29 +53,35 @@ struct ResourceRoutes: Sendable {
         }
 
         router.addAuthenticated(.GET, "/v1/locations") { request in
-            let page = try locations.list(request.caller, Self.locationQuery(request.query))
+            let query = try decoding { try Self.locationQuery(request.query) }
+            let page = try locations.list(request.caller, query)
             return .json(capacity: 128 + 480 * page.records.count) { writer in
                 writer.page(page) { writer, location in writer.location(location, userID: request.userID) }
             }
         }
         router.addAuthenticated(.GET, "/v1/locations/{id}") { request in
-            let location = try locations.get(request.caller, id: request.parameters.id())
+            let id = try decoding { try request.parameters.id() }
+            let location = try locations.get(request.caller, id: id)
             return .json { $0.location(location, userID: request.userID) }
         }
         router.addAuthenticated(.POST, "/v1/locations") { request in
-            let outcome = try locations.create(request.caller, LocationDraft(json: request.request.jsonBody(), userID: request.userID))
+            let draft = try decoding { try LocationDraft(json: request.request.jsonBody(), userID: request.userID) }
+            let outcome = try locations.create(request.caller, draft)
             return .json(outcome.status) { $0.location(outcome.record, userID: request.userID) }
         }
         let replaceLocation: @Sendable (AuthenticatedRequest, UUID?) throws -> HTTPResponse = { request, pathID in
-            let draft = try LocationDraft(json: request.request.jsonBody(), userID: request.userID, pathID: pathID)
+            let draft = try decoding { try LocationDraft(json: request.request.jsonBody(), userID: request.userID, pathID: pathID) }
             let outcome = try locations.replace(request.caller, draft)
             return .json(outcome.status) { $0.location(outcome.record, userID: request.userID) }
         }
         router.addAuthenticated(.PUT, "/v1/locations") { try replaceLocation($0, nil) }
-        router.addAuthenticated(.PUT, "/v1/locations/{id}") { try replaceLocation($0, $0.parameters.id()) }
+        router.addAuthenticated(.PUT, "/v1/locations/{id}") { request in
+            try replaceLocation(request, decoding { try request.parameters.id() })
+        }
         router.addAuthenticated(.DELETE, "/v1/locations/{id}") { request in
-            let id = try request.parameters.id()
-            let options = try DeleteOptions(body: request.request.optionalJSONBody(), query: request.request.queryItems)
+            let (id, options) = try decoding {
+                (try request.parameters.id(), try DeleteOptions(body: request.request.optionalJSONBody(), query: request.request.queryItems))
+            }
             _ = try locations.delete(request.caller, id: id, updatedAt: options.updatedAt)
             return .noContent
         }

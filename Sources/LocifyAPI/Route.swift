@@ -23,6 +23,23 @@ struct AuthenticatedRequest {
     var query: QueryParameters { request.parameters }
 }
 
+/// A request the API layer refused while decoding it (body, path or query), before any service
+/// ran: the responder runs the account gate for it, since no service did, so a revoked token is
+/// told 401 rather than 400 (openapi.yaml). Errors a service throws have passed its gate already.
+struct DecodingFailure: Error {
+    /// What was wrong (an `APIError` or a `LocifyError` of the decoders), answered as usual.
+    let error: any Error
+}
+
+/// Runs the decoding of a request, marking its failure as a `DecodingFailure`.
+func decoding<T>(_ decode: () throws -> T) throws(DecodingFailure) -> T {
+    do {
+        return try decode()
+    } catch {
+        throw DecodingFailure(error: error)
+    }
+}
+
 extension WriteOutcome {
     /// 201 for a created record, 200 for an update or a replay.
     var status: HTTPStatus {

@@ -18,7 +18,8 @@ struct SyncRoutes: Sendable {
         let sync = services.sync
         let cleanupQueued = self.cleanupQueued
         router.addAuthenticated(.POST, "/v1/sync/push") { request in
-            let results = try sync.push(request.caller, PushChange.batch(json: request.request.jsonBody(), userID: request.userID))
+            let batch = try decoding { PushChange.batch(json: try request.request.jsonBody(), userID: request.userID) }
+            let results = try sync.push(request.caller, batch)
             if results.contains(where: \.isCategoryDelete) { cleanupQueued() }
             return .json(capacity: 64 + 400 * results.count) { writer in
                 writer.beginObject()
@@ -30,7 +31,7 @@ struct SyncRoutes: Sendable {
             }
         }
         router.addAuthenticated(.GET, "/v1/sync/changes") { request in
-            let limit = try request.query.int("limit", in: 1...Self.maxPullLimit, default: Self.defaultPullLimit)
+            let limit = try decoding { try request.query.int("limit", in: 1...Self.maxPullLimit, default: Self.defaultPullLimit) }
             let page = try sync.pull(request.caller, since: request.query.string("since"), limit: limit)
             return .json(capacity: 128 + 400 * page.changes.count) { writer in
                 writer.beginObject()

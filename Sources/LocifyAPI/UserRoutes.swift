@@ -15,7 +15,8 @@ struct UserRoutes: Sendable {
             return .json { $0.profile(profile) }
         }
         router.addAuthenticated(.PUT, "/v1/users/me") { request in
-            let profile = try users.update(request.caller, name: FieldReader(body: request.request.jsonBody()).requiredString("name"))
+            let name = try decoding { try FieldReader(body: request.request.jsonBody()).requiredString("name") }
+            let profile = try users.update(request.caller, name: name)
             return .json { $0.profile(profile) }
         }
         router.addAuthenticated(.DELETE, "/v1/users/me") { request in

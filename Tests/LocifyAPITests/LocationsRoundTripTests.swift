@@ -16,9 +16,9 @@ struct LocationsRoundTripTests {
         defer { server.stop() }
         let token = try server.token(for: "trips-" + UUID().uuidString.lowercased().prefix(12))
         #expect(try server.request("GET", "/v1/users/me", token: token).status == 200)
-        let before = try Self.tableReads(server, "users")
+        let before = try server.tableReads("users")
         let response = try server.request("GET", "/v1/locations/\(newID())", token: token)
-        let after = try Self.tableReads(server, "users")
+        let after = try server.tableReads("users")
         expectError(response, 404, "E007")
         #expect(response.object["error"]?.objectValue?["message"] == "location not found", "\(response.text)")
         #expect(after - before == 1, "reads of users for one request that failed after the gate: \(after - before)")
@@ -56,11 +56,11 @@ struct LocationsRoundTripTests {
         let created = try server.request(
             "POST", "/v1/locations", token: token, json: locationBody(id: locationID, categoryID: categoryID))
         #expect(created.status == 201, "\(created.text)")
-        let before = try Self.tableReads(server, "categories")
+        let before = try server.tableReads("categories")
         let replaced = try server.request(
             "PUT", "/v1/locations/\(locationID)", token: token,
             json: locationBody(id: locationID, categoryID: categoryID, name: "Renamed"))
-        let after = try Self.tableReads(server, "categories")
+        let after = try server.tableReads("categories")
         #expect(replaced.status == 200 && replaced.object["name"] == "Renamed", "\(replaced.text)")
         #expect(after - before == 0, "reads of categories for a replace in the same category: \(after - before)")
 
@@ -77,34 +77,5 @@ struct LocationsRoundTripTests {
             ("GET", "/v1/sync/changes?since=not-a-cursor", nil),
             ("DELETE", "/v1/categories/\(categoryID)?reassign_category_id=\(categoryID)", nil),
         ]
-    }
-
-    /// Sequential and index scans of `table` so far. Ends the server's database sessions first
-    /// (a backend flushes its table statistics when it exits), as `SyncPushGateTests` does.
-    static func tableReads(_ server: TestServer, _ table: String) throws -> Int64 {
-        let pids = try server.pool.withConnection { connection in
-            try connection.query(
-                """
-                SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity
-                WHERE datname = current_database() AND pid <> pg_backend_pid()
-                """
-            ).map { row in try row.decode(0, as: Int32.self) }
-        }
-        let exited = eventually(timeout: .seconds(30)) {
-            let remaining = try? server.pool.withConnection { connection in
-                try connection.query("SELECT count(*)::bigint FROM pg_stat_activity WHERE pid = ANY(\(pids))").first?
-                    .decode(0, as: Int64.self)
-            }
-            return remaining == 0
-        }
-        #expect(exited, "the server's database sessions ended")
-        return try server.pool.withConnection { connection in
-            try connection.query(
-                """
-                SELECT (seq_scan + coalesce(idx_scan, 0))::bigint FROM pg_stat_user_tables
-                WHERE relname = \(table) AND schemaname = current_schema()
-                """
-            ).first?.decode(0, as: Int64.self) ?? -1
-        }
     }
 }

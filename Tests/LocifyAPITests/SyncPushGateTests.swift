@@ -17,13 +17,13 @@ struct SyncPushGateTests {
         // The first push provisions the account; the pushes measured after it only pass the gate.
         var response = try server.request("POST", "/v1/sync/push", token: token, json: ["changes": []])
         #expect(response.status == 200 && response.object == ["results": []])
-        let before = try Self.usersTableReads(server)
+        let before = try server.tableReads("users")
         let pushes = 5
         for _ in 0..<pushes {
             response = try server.request("POST", "/v1/sync/push", token: token, json: ["changes": []])
             #expect(response.status == 200 && response.object == ["results": []])
         }
-        let after = try Self.usersTableReads(server)
+        let after = try server.tableReads("users")
         #expect(after - before == Int64(pushes), "reads of users per empty push: \(Double(after - before) / Double(pushes))")
     }
 
@@ -37,37 +37,6 @@ struct SyncPushGateTests {
         for body: JSONValue in [["other": 1], ["changes": "not an array"], [["changes": []]]] {
             let response = try server.request("POST", "/v1/sync/push", token: token, json: body)
             #expect(response.status == 401 && response.errorCode == "E005", "\(response.text)")
-        }
-    }
-
-    /// Sequential and index scans of `users` so far. Ends the server's database sessions first:
-    /// a backend flushes its table statistics when it exits (otherwise up to seconds later); the
-    /// server's pool replaces the closed connections on its next checkout.
-    static func usersTableReads(_ server: TestServer) throws -> Int64 {
-        let pids = try server.pool.withConnection { connection in
-            try connection.query(
-                """
-                SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity
-                WHERE datname = current_database() AND pid <> pg_backend_pid()
-                """
-            ).map { row in try row.decode(0, as: Int32.self) }
-        }
-        // The test pool's other connection may be among the ended ones: a query on it fails once.
-        let exited = eventually(timeout: .seconds(30)) {
-            let remaining = try? server.pool.withConnection { connection in
-                try connection.query("SELECT count(*)::bigint FROM pg_stat_activity WHERE pid = ANY(\(pids))").first?
-                    .decode(0, as: Int64.self)
-            }
-            return remaining == 0
-        }
-        #expect(exited, "the server's database sessions ended")
-        return try server.pool.withConnection { connection in
-            try connection.query(
-                """
-                SELECT (seq_scan + coalesce(idx_scan, 0))::bigint FROM pg_stat_user_tables
-                WHERE relname = 'users' AND schemaname = current_schema()
-                """
-            ).first?.decode(0, as: Int64.self) ?? -1
         }
     }
 }

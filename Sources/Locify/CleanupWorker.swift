@@ -190,10 +190,11 @@ public final class CleanupWorker: Sendable {
     }
 
     /// Whether retrying `error` can never help: Google's permanent 4xx, or a job this server
-    /// cannot even run (an unknown kind).
+    /// cannot even run (`CleanupJobError`).
     static func isPermanent(_ error: any Error) -> Bool {
+        if error is CleanupJobError { return true }
         guard let google = error as? GoogleAPIError else { return false }
-        return google.isPermanent || (google.status == nil && !google.retryable)
+        return google.isPermanent
     }
 
     /// The error as `last_error` can hold it: control characters (a NUL cannot be stored in
@@ -203,12 +204,14 @@ public final class CleanupWorker: Sendable {
         CleanupSkips.excerpt(String(describing: error), limit: 1000)
     }
 
-    private static func run(kind: String, target: String, on executor: any CleanupExecutor) throws {
+    /// Runs one job through the executor; throws the executor's `GoogleAPIError`, or
+    /// `CleanupJobError.unknownKind` for a kind this server does not know.
+    static func run(kind: String, target: String, on executor: any CleanupExecutor) throws {
         switch CleanupJob.Kind(rawValue: kind) {
         case .storagePrefix?: try executor.deleteStorageFolder(prefix: target)
         case .storageObject?: try executor.deleteStorageObject(path: target)
         case .authAccount?: try executor.deleteAuthAccount(uid: target)
-        case nil: throw GoogleAPIError(status: nil, message: "unknown job kind \(kind)", retryable: false)
+        case nil: throw CleanupJobError.unknownKind(kind)
         }
     }
 

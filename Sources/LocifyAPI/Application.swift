@@ -13,6 +13,9 @@ public struct ApplicationDependencies: Sendable {
     public var cleanupSettings = CleanupWorker.Settings()
     /// The server clock for records.
     public var now: @Sendable () -> Timestamp = Timestamp.now
+    /// The clock, in unix seconds, on which the ID-token keys' `max-age` and the access tokens'
+    /// lifetimes run out (tests move it instead of sleeping).
+    public var googleClock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
     /// Adjusts the HTTP server's configuration (tests shorten timeouts).
     public var configureHTTP: @Sendable (inout HTTPServerConfiguration) -> Void = { _ in }
     /// Where `/openapi.yaml` is read from. Default `openapi.yaml` in the working directory.
@@ -134,7 +137,7 @@ public func buildApplication(
     } else {
         keyCache = PublicKeyCache(
             source: HTTPCertificateSource(url: configuration.idTokenCertsURL, transport: dependencies.googleTransport),
-            logger: logger)
+            now: dependencies.googleClock, logger: logger)
     }
     let verifier = IDTokenVerifier(
         projectId: configuration.firebaseProjectID, keys: keyCache, clockSkew: configuration.tokenClockSkewSeconds,
@@ -148,7 +151,8 @@ public func buildApplication(
 
     // The clean-up worker holds a connection while Google answers; the purge needs another.
     let workerPool = ConnectionPool(configuration: databaseConfiguration, size: 2, logger: logger)
-    let executor = try cleanupExecutor(configuration: configuration, transport: dependencies.googleTransport, logger: logger)
+    let executor = try cleanupExecutor(
+        configuration: configuration, transport: dependencies.googleTransport, now: dependencies.googleClock, logger: logger)
     let cleanupWorker = CleanupWorker(
         pool: workerPool, executor: executor, settings: dependencies.cleanupSettings, logger: logger, skips: cleanupSkips)
     let purger = TombstonePurger(
@@ -233,12 +237,12 @@ private func runMigrations(configuration: Configuration, pool: ConnectionPool, l
 /// Storage and Identity Toolkit; nil when neither is configured (local development), in which
 /// case jobs stay queued.
 private func cleanupExecutor(
-    configuration: Configuration, transport: any HTTPTransport, logger: Logger
+    configuration: Configuration, transport: any HTTPTransport, now: @escaping @Sendable () -> Double, logger: Logger
 ) throws -> (any CleanupExecutor)? {
     var tokens: (any AccessTokenSource)?
     if let path = configuration.googleApplicationCredentials {
         let account = try ServiceAccount.load(path: path)
-        tokens = try ServiceAccountTokenProvider(account: account, transport: transport, logger: logger)
+        tokens = try ServiceAccountTokenProvider(account: account, transport: transport, now: now, logger: logger)
     }
     let storage: CloudStorageClient? =
         if let host = configuration.storageEmulatorHost {

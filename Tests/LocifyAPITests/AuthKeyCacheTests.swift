@@ -10,10 +10,14 @@ import TestSupportServer
 /// cache cannot hide the key cache.
 @Suite("Authentication: Google's public keys in the running server")
 struct AuthKeyCacheTests {
-    /// Starts a server whose key endpoint sends `maxAge`, and waits until its start-up fetch is
-    /// under way (that fetch holds the cache's fetch lock, so no request fetches a second time).
-    static func startServer(maxAge: Int) throws -> TestServer {
-        let server = try TestServer.start(google: { $0.certificatesMaxAge = maxAge })
+    /// Starts a server whose key endpoint sends `maxAge` and whose key cache reads `clock`, and
+    /// waits until its start-up fetch is under way (that fetch holds the cache's fetch lock, so no
+    /// request fetches a second time).
+    static func startServer(maxAge: Int, clock: ManualClock<Double> = ManualClock(Date().timeIntervalSince1970)) throws
+        -> TestServer
+    {
+        let server = try TestServer.start(
+            dependencies: { $0.googleClock = clock.closure }, google: { $0.certificatesMaxAge = maxAge })
         guard eventually(timeout: .seconds(30), { server.fake.requestCount(.certificates) >= 1 }) else {
             server.stop()
             throw AuthTestError("the server never fetched the certificates at start")
@@ -33,11 +37,13 @@ struct AuthKeyCacheTests {
 
     @Test("keys are refetched once their max-age has passed")
     func keysRefetchedAfterMaxAge() throws {
-        let server = try Self.startServer(maxAge: 1)
+        let clock = ManualClock(Date().timeIntervalSince1970)
+        let server = try Self.startServer(maxAge: 3600, clock: clock)
         defer { server.stop() }
         #expect(try server.request("GET", "/v1/users/me", as: "keys-expiring-0").status == 200)
         let before = server.fake.requestCount(.certificates)
-        Thread.sleep(forTimeInterval: 1.2)
+        #expect(before == 1)
+        clock.advance(by: 3601)
         #expect(try server.request("GET", "/v1/users/me", as: "keys-expiring-1").status == 200)
         #expect(eventually { server.fake.requestCount(.certificates) > before })
         #expect(try server.request("GET", "/v1/users/me", as: "keys-expiring-2").status == 200)
@@ -45,12 +51,13 @@ struct AuthKeyCacheTests {
 
     @Test("when the key endpoint fails after the keys expired, the server keeps verifying with the last good keys")
     func lastGoodKeysWhenRefreshFails() throws {
-        let server = try Self.startServer(maxAge: 1)
+        let clock = ManualClock(Date().timeIntervalSince1970)
+        let server = try Self.startServer(maxAge: 3600, clock: clock)
         defer { server.stop() }
         #expect(try server.request("GET", "/v1/users/me", as: "keys-failing-0").status == 200)
 
         server.fake.certificatesFailing = true
-        Thread.sleep(forTimeInterval: 1.2)
+        clock.advance(by: 3601)
         #expect(try server.request("GET", "/v1/users/me", as: "keys-failing-1").status == 200)
         // The refresh was attempted (and failed) ...
         #expect(eventually { server.fake.requestCount(.certificates) >= 2 })

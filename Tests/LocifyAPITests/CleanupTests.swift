@@ -454,15 +454,18 @@ struct CleanupTests {
 
     @Test("an access token close to expiry is replaced by a new one")
     func accessTokenRenewedNearExpiry() throws {
-        // Tokens live 242 s; the provider renews 240 s before expiry, so each is usable for 2 s.
-        let server = try TestServer.start(google: { $0.tokenLifetime = 242 })
+        // Tokens live 242 s; the provider renews 240 s before expiry, so each is usable for 2 s
+        // of the server's Google clock, which the test moves.
+        let clock = ManualClock(Date().timeIntervalSince1970)
+        let server = try TestServer.start(
+            dependencies: { $0.googleClock = clock.closure }, google: { $0.tokenLifetime = 242 })
         defer { server.stop() }
         let first = Self.uniqueUID("renew-a")
         #expect(try server.request("DELETE", "/v1/users/me", as: first).status == 204)
         #expect(Self.waitForEmptyQueue(server))
         let issued = server.fake.issuedTokenCount
         #expect(issued >= 1)
-        Thread.sleep(forTimeInterval: 2.2)
+        clock.advance(by: 2.2)
         let second = Self.uniqueUID("renew-b")
         #expect(try server.request("DELETE", "/v1/users/me", as: second).status == 204)
         #expect(Self.waitForEmptyQueue(server))

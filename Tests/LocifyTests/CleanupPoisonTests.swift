@@ -182,6 +182,18 @@ struct CleanupPoisonTests {
         #expect(left.count == 1 && left.first?.state == "failed_permanent" && left.first?.attempts == 3)
     }
 
+    @Test("a job of a kind this server does not know fails with CleanupJobError, permanent, not as a Google error")
+    func unknownKindIsDomainFailure() {
+        let executor = CleanupScriptedExecutor()
+        var thrown: (any Error)?
+        do { try CleanupWorker.run(kind: "frobnicate", target: "x", on: executor) } catch { thrown = error }
+        #expect(thrown as? CleanupJobError == .unknownKind("frobnicate"))
+        #expect(!(thrown is GoogleAPIError))
+        #expect(thrown.map(CleanupWorker.isPermanent) == true)
+        #expect(thrown.map(CleanupWorker.storableErrorText) == "unknown job kind frobnicate")
+        #expect(executor.callCount("x") == 0)
+    }
+
     @Test("a huge Retry-After from Google (999,999,999 s) waits at most the backoff cap, not 31 years")
     func hugeRetryAfterCapped() throws {
         let db = try LocifyTestDatabase.create()

@@ -1,3 +1,4 @@
+import FirebaseAdmin
 import Foundation
 
 /// The API's UUID text form: input in any letter case, output always lower case.
@@ -16,7 +17,7 @@ extension UUID {
                 guard c == UInt8(ascii: "-") else { return nil }
                 continue
             }
-            guard let nibble = UUID.hexValue(c) else { return nil }
+            guard let nibble = HexDigit.value(c) else { return nil }
             if let h = high {
                 bytes[byteIndex] = h << 4 | nibble
                 byteIndex += 1
@@ -52,13 +53,4 @@ extension UUID {
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: return nil
-        }
-    }
 }

@@ -149,7 +149,7 @@ public final class IDTokenVerifier: Sendable {
         let scalarCount = subject.unicodeScalars.count
         guard scalarCount > 0 else { throw .invalid("sub is empty") }
         guard scalarCount <= 128 else { throw .invalid("sub is longer than 128 code points") }
-        guard !subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard !subject.unicodeScalars.contains(where: ControlCharacter.isControl) else {
             throw .invalid("sub contains a control character")
         }
 
@@ -179,7 +179,7 @@ public final class IDTokenVerifier: Sendable {
     /// A short, printable excerpt of attacker-controlled text for log reasons.
     static func excerpt(_ text: String) -> String {
         let printable = text.unicodeScalars.prefix(40).map { scalar in
-            scalar.properties.generalCategory == .control ? "?" : String(scalar)
+            ControlCharacter.isControl(scalar) ? "?" : String(scalar)
         }
         return "\"" + printable.joined() + (text.unicodeScalars.count > 40 ? "…" : "") + "\""
     }

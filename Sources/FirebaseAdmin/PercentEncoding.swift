@@ -29,7 +29,7 @@ public enum PercentEncoding {
         while index < input.count {
             let byte = input[index]
             if byte == 0x25 {
-                guard index + 2 < input.count, let high = hexValue(input[index + 1]), let low = hexValue(input[index + 2])
+                guard index + 2 < input.count, let high = HexDigit.value(input[index + 1]), let low = HexDigit.value(input[index + 2])
                 else { return nil }
                 output.append(high << 4 | low)
                 index += 3
@@ -39,14 +39,5 @@ public enum PercentEncoding {
             }
         }
         return String(validating: output, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: byte - 0x30
-        case 0x41...0x46: byte - 0x41 + 10
-        case 0x61...0x66: byte - 0x61 + 10
-        default: nil
-        }
     }
 }

@@ -88,7 +88,7 @@ extension StorageObjectReference {
         let utf8 = name.utf8
         if utf8.isEmpty { return .empty }
         if utf8.count > maximumObjectNameBytes { return .tooLong }
-        if name.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
+        if name.unicodeScalars.contains(where: ControlCharacter.isControl) {
             return .controlCharacter
         }
         return nil

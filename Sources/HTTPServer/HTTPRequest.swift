@@ -57,11 +57,11 @@ public struct HTTPRequest: Sendable, Equatable {
         var items: [(name: String, value: String)] = []
         for piece in query.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
             if let equals = piece.firstIndex(of: UInt8(ascii: "=")) {
-                let name = PercentDecoding.decode(piece[..<equals], plusAsSpace: true)
-                let value = PercentDecoding.decode(piece[piece.index(after: equals)...], plusAsSpace: true)
+                let name = PercentDecoding.decodeQueryComponent(piece[..<equals])
+                let value = PercentDecoding.decodeQueryComponent(piece[piece.index(after: equals)...])
                 items.append((name: name, value: value))
             } else {
-                items.append((name: PercentDecoding.decode(piece, plusAsSpace: true), value: ""))
+                items.append((name: PercentDecoding.decodeQueryComponent(piece), value: ""))
             }
         }
         return items

@@ -77,7 +77,7 @@ public struct Router<Handler: Sendable>: Sendable {
         }
         let parameters = PathParameters(
             zip(route.parameterNames, captured).map { name, raw in
-                (name: name, value: PercentDecoding.decode(raw.utf8, plusAsSpace: false))
+                (name: name, value: PercentDecoding.decodePathSegment(raw.utf8))
             })
         return .found(route.handler, parameters: parameters, pattern: route.pattern)
     }

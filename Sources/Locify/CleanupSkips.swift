@@ -36,7 +36,7 @@ public final class CleanupSkips: Sendable {
     static func excerpt(_ text: String, limit: Int = 80) -> String {
         var out = ""
         for scalar in text.unicodeScalars.prefix(limit) {
-            if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
+            if ControlCharacter.isControl(scalar) {
                 out += "\\u{\(String(scalar.value, radix: 16))}"
             } else {
                 out.unicodeScalars.append(scalar)

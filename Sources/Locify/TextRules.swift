@@ -107,9 +107,9 @@ enum TextRules {
         return String(scalars[first...last])
     }
 
-    /// General category Cc: U+0000-U+001F, U+007F-U+009F.
+    /// General category Cc: U+0000-U+001F, U+007F-U+009F (the shared rule of FirebaseAdmin).
     static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (scalar.value >= 0x7F && scalar.value <= 0x9F)
+        ControlCharacter.isControl(scalar)
     }
 
     private static func isAllowedLayoutControl(_ scalar: Unicode.Scalar) -> Bool {

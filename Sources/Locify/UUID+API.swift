@@ -1,8 +1,11 @@
+import FirebaseAdmin
 import Foundation
 
 /// The API's UUID text form: input in any letter case, output always lower case.
 extension UUID {
     /// Parses the 36-character `8-4-4-4-12` hexadecimal form in any letter case; nil otherwise.
+    /// Hand-written on purpose: Foundation's `UUID(uuidString:)` on Linux also takes a space, a
+    /// sign or a hyphen inside a hex pair (UUIDTests "refuses other shapes" shows it).
     public init?(apiString text: String) {
         let utf8 = text.utf8
         guard utf8.count == 36 else { return nil }
@@ -14,7 +17,7 @@ extension UUID {
                 guard c == UInt8(ascii: "-") else { return nil }
                 continue
             }
-            guard let nibble = UUID.hexValue(c) else { return nil }
+            guard let nibble = HexDigit.value(c) else { return nil }
             if let h = high {
                 bytes[byteIndex] = h << 4 | nibble
                 byteIndex += 1
@@ -50,13 +53,4 @@ extension UUID {
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: return nil
-        }
-    }
 }

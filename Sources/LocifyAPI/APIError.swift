@@ -109,12 +109,17 @@ extension APIError {
         case let error as APIError: return error
         case let error as LocifyError: return APIError(error)
         case let error as PostgresError where error.isUnavailable: return .unavailable()
-        case let error as IDTokenError:
-            switch error {
-            case .invalid: return .unauthenticated(credentialsSent: true)
-            case .keysUnavailable: return .unavailable("cannot verify tokens right now, retry later")
-            }
+        case let error as IDTokenError: return APIError(error)
         default: return nil
+        }
+    }
+
+    /// The one mapping of a token verification failure: a bad token is 401 E005 (credentials
+    /// were sent), keys that cannot be fetched are 503 S003.
+    init(_ error: IDTokenError) {
+        switch error {
+        case .invalid: self = .unauthenticated(credentialsSent: true)
+        case .keysUnavailable: self = .unavailable("cannot verify tokens right now, retry later")
         }
     }
 

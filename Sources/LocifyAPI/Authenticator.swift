@@ -34,11 +34,10 @@ struct Authenticator: Sendable {
                 // Debug, not info: a flood of forged tokens must not fill the disk (the request
                 // line of each refusal is logged, and bounded by the per-address limit).
                 logger.debug("refused ID token", metadata: ["request_id": "\(requestID)", "reason": "\(reason)"])
-                throw .unauthenticated(credentialsSent: true)
             case .keysUnavailable(let reason):
                 logger.error("cannot verify ID tokens", metadata: ["request_id": "\(requestID)", "reason": "\(reason)"])
-                throw .unavailable("cannot verify tokens right now, retry later")
             }
+            throw APIError(error)
         }
     }
 

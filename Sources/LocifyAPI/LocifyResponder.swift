@@ -105,7 +105,7 @@ struct LocifyResponder: HTTPResponder {
             "request",
             metadata: [
                 "request_id": .string(requestID), "method": .string(method), "route": .string(routePattern),
-                "status": .stringConvertible(response.status.code), "duration_ms": .stringConvertible(elapsed.milliseconds),
+                "status": .stringConvertible(response.status.code), "duration_ms": .stringConvertible(elapsed.fractionalMilliseconds),
                 "user_id": .string(userID ?? ""),
             ])
         return response
@@ -164,6 +164,7 @@ extension Duration {
         return Double(seconds) + Double(attoseconds) / 1e18
     }
 
-    /// The duration in fractional milliseconds, rounded to microseconds.
-    var milliseconds: Double { (seconds * 1_000_000).rounded() / 1000 }
+    /// The duration in fractional milliseconds, rounded to microseconds (for `duration_ms` in
+    /// logs). Named apart from Postgres' `milliseconds`, which means whole milliseconds.
+    var fractionalMilliseconds: Double { (seconds * 1_000_000).rounded() / 1000 }
 }

@@ -1,3 +1,4 @@
+import FirebaseAdmin
 import Foundation
 import HTTPServer
 import JSON
@@ -91,7 +92,7 @@ struct ResourceRoutes: Sendable {
     static func locationQuery(_ query: QueryParameters) throws(APIError) -> LocationQuery {
         var search = query.string("q")
         if let text = search {
-            if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            if text.unicodeScalars.contains(where: ControlCharacter.isControl) {
                 throw .invalidInput("q", "must not contain control characters")
             }
             if text.unicodeScalars.count > maxSearchLength {

@@ -13,13 +13,17 @@ struct UUIDTests {
         #expect(upper.lowercasedString == "1f3599be-6e0e-5cf8-aa59-b97dfdc46aec")
     }
 
+    /// The space, sign and doubled-hyphen cases are ones Foundation's Linux `UUID(uuidString:)`
+    /// accepts, which is why `init(apiString:)` keeps its own parser.
     @Test(
         "refuses other shapes",
         arguments: [
             "", "not-a-uuid", "1f3599be6e0e5cf8aa59b97dfdc46aec", "{1f3599be-6e0e-5cf8-aa59-b97dfdc46aec}",
             "1f3599be-6e0e-5cf8-aa59-b97dfdc46ae", "1f3599be-6e0e-5cf8-aa59-b97dfdc46aecc",
             "1f3599be_6e0e-5cf8-aa59-b97dfdc46aec", "1f3599bg-6e0e-5cf8-aa59-b97dfdc46aec",
-            " 1f3599be-6e0e-5cf8-aa59-b97dfdc46ae",
+            " 1f3599be-6e0e-5cf8-aa59-b97dfdc46ae", "1f3599be-6e0e-5cf8-aa59-b97dfdc46ae ",
+            "1f3599be-6e0e-5cf8-aa59+b97dfdc46aec", "1f3599be-+e0e-5cf8-aa59-b97dfdc46aec",
+            "1f3599be-6e0e-5cf8-aa59-b97dfdc46aé", "1f3599be--e0e-5cf8-aa59-b97dfdc46aec",
         ])
     func refusesMalformed(_ text: String) {
         #expect(UUID(apiString: text) == nil)

@@ -1,0 +1,10 @@
+/// The one "is a control character" rule of the server (Unicode general category Cc: C0, DEL and
+/// C1), shared by the token, storage-name and text checks. Here because FirebaseAdmin is the lowest
+/// target that needs it; Locify and LocifyAPI import it from here.
+public enum ControlCharacter {
+    /// True for U+0000-U+001F and U+007F-U+009F (general category Cc).
+    @inlinable
+    public static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+    }
+}

@@ -1,0 +1,22 @@
+import Testing
+
+@testable import HTTPServer
+
+@Suite("Percent-decoding: one decoder per semantics")
+struct PercentDecodingTests {
+    @Test("a query component turns + into a space and decodes escapes")
+    func queryComponent() {
+        #expect(PercentDecoding.decodeQueryComponent("a+b%20c%2Bd".utf8) == "a b c+d")
+    }
+
+    @Test("a path segment keeps + and decodes escapes")
+    func pathSegment() {
+        #expect(PercentDecoding.decodePathSegment("a+b%20c%2Bd".utf8) == "a+b c+d")
+    }
+
+    @Test("an invalid escape is kept literally and invalid UTF-8 becomes U+FFFD")
+    func malformed() {
+        #expect(PercentDecoding.decodePathSegment("%zz%4".utf8) == "%zz%4")
+        #expect(PercentDecoding.decodeQueryComponent("%FF".utf8) == "\u{FFFD}")
+    }
+}

@@ -15,7 +15,7 @@ struct HTTPServerBodyBudgetLoadTests {
     func slowUploads() throws {
         // Under a sanitizer (scripts/sanitizers) memory and time mean nothing: a smaller run
         // checks the bookkeeping (and the sanitizer its threads) without the RSS and 1 s bounds.
-        let sanitized = Self.runningUnderSanitizer
+        let sanitized = SanitizerDetection.isActive
         let connections = sanitized ? 400 : 2000
         let threads = 4
         let bodyBytes = 2 * 1024 * 1024
@@ -92,13 +92,5 @@ struct HTTPServerBodyBudgetLoadTests {
             #expect((outcome.statuses[503] ?? 0) >= connections / 2)
             #expect(eventually(timeout: .seconds(20)) { server.server.bufferedBodyBytes == 0 })
         }
-    }
-
-    /// True when ThreadSanitizer or AddressSanitizer is linked into the test process.
-    private static var runningUnderSanitizer: Bool {
-        let environment = ProcessInfo.processInfo.environment
-        return environment["TSAN_OPTIONS"] != nil || environment["ASAN_OPTIONS"] != nil
-            || dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
-            || dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") != nil
     }
 }

@@ -3,48 +3,6 @@ import Logging
 import Synchronization
 import TestSupport
 
-/// Log records captured for assertions.
-final class LogCapture: Sendable {
-    struct Record: Sendable {
-        var level: Logger.Level
-        var message: String
-        var metadata: [String: String]
-    }
-
-    private let records = Mutex<[Record]>([])
-
-    var all: [Record] { records.withLock { $0 } }
-
-    func append(_ record: Record) {
-        records.withLock { $0.append(record) }
-    }
-
-    /// A logger at `trace` level writing into this capture.
-    func logger(label: String = "test") -> Logger {
-        Logger(label: label) { _ in CapturingLogHandler(capture: self) }
-    }
-}
-
-/// A `LogHandler` that appends to a `LogCapture`.
-struct CapturingLogHandler: LogHandler {
-    let capture: LogCapture
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        var flattened: [String: String] = [:]
-        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) {
-            flattened[key] = "\(value)"
-        }
-        capture.append(.init(level: event.level, message: "\(event.message)", metadata: flattened))
-    }
-}
-
 /// A fake Google, a clock, and the production types wired to them.
 struct FirebaseTestBed {
     let clock: ManualClock<Double>

@@ -71,6 +71,8 @@ enum TextRules {
     static func isHTTPSURL(_ raw: String) -> Bool {
         let bytes = Array(raw.utf8)
         if bytes.allSatisfy({ $0 < 0x80 }) {
+            // The same rule on ASCII, without the scalar walk: the ASCII whitespace and
+            // `ControlCharacter`s are the bytes up to 0x20, and DEL.
             if bytes.contains(where: { $0 <= 0x20 || $0 == 0x7F }) { return false }
         } else if raw.unicodeScalars.contains(where: { $0.properties.isWhitespace || ControlCharacter.isControl($0) }) {
             return false

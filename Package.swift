@@ -29,33 +29,39 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
         .systemLibrary(name: "CLinux"),
+        // The primitives several targets share (the millisecond `Timestamp`, Duration conversions,
+        // hex digits, the control-character rule, base64url): a leaf on the standard library.
+        .target(name: "Primitives", swiftSettings: strictSettings),
         .target(
             name: "HTTPServer",
-            dependencies: ["CLinux", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CLinux", "Primitives", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .target(
             name: "Postgres",
-            dependencies: ["CLibPQ", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CLibPQ", "Primitives", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .target(
             name: "JSON",
+            dependencies: ["Primitives"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "FirebaseAdmin",
-            dependencies: ["CLibCrypto", "JSON", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CLibCrypto", "JSON", "Primitives", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .target(
             name: "Locify",
-            dependencies: ["Postgres", "FirebaseAdmin", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Postgres", "FirebaseAdmin", "Primitives", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .target(
             name: "LocifyAPI",
-            dependencies: ["HTTPServer", "Locify", "Postgres", "FirebaseAdmin", "JSON", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "HTTPServer", "Locify", "Postgres", "FirebaseAdmin", "JSON", "Primitives", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -70,7 +76,7 @@ let package = Package(
         // Google over a socket, write load).
         .target(
             name: "TestSupport",
-            dependencies: ["HTTPServer", "FirebaseAdmin", "JSON", "CLibCrypto", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["HTTPServer", "FirebaseAdmin", "JSON", "Primitives", "CLibCrypto", .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport",
             swiftSettings: strictSettings
         ),
@@ -98,27 +104,29 @@ let package = Package(
             path: "Fuzz/FuzzHTTPRequestParser", swiftSettings: strictSettings),
         .executableTarget(
             name: "FuzzIDToken",
-            dependencies: ["FirebaseAdmin", "JSON", "TestSupport", "FuzzSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["FirebaseAdmin", "JSON", "Primitives", "TestSupport", "FuzzSupport", .product(name: "Logging", package: "swift-log")],
             path: "Fuzz/FuzzIDToken", swiftSettings: strictSettings),
         .executableTarget(
-            name: "FuzzRequestDecoding", dependencies: ["LocifyAPI", "Locify", "JSON", "FuzzSupport"],
+            name: "FuzzRequestDecoding", dependencies: ["LocifyAPI", "Locify", "JSON", "Primitives", "FuzzSupport"],
             path: "Fuzz/FuzzRequestDecoding", swiftSettings: strictSettings),
+        .testTarget(name: "PrimitivesTests", dependencies: ["Primitives"], swiftSettings: strictSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strictSettings),
         .testTarget(
             name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings),
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport", "TestSupportDatabase"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "PostgresTests", dependencies: ["Postgres", "Primitives", "TestSupport", "TestSupportDatabase"], swiftSettings: strictSettings),
         .testTarget(
             name: "FirebaseAdminTests",
-            dependencies: ["FirebaseAdmin", "JSON", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["FirebaseAdmin", "JSON", "Primitives", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "LocifyTests", dependencies: ["Locify", "Postgres", "FirebaseAdmin", "JSON", "TestSupport", "TestSupportDatabase"],
+            name: "LocifyTests", dependencies: ["Locify", "Postgres", "FirebaseAdmin", "JSON", "Primitives", "TestSupport", "TestSupportDatabase"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "LocifyAPITests",
             dependencies: [
-                "LocifyAPI", "Locify", "HTTPServer", "Postgres", "FirebaseAdmin", "JSON", "TestSupport", "TestSupportDatabase",
+                "LocifyAPI", "Locify", "HTTPServer", "Postgres", "FirebaseAdmin", "JSON", "Primitives", "TestSupport", "TestSupportDatabase",
                 "TestSupportServer", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings),

@@ -2,6 +2,7 @@ import FirebaseAdmin
 import FuzzSupport
 import JSON
 import Logging
+import Primitives
 import TestSupport
 
 /// Fuzzes the token front: `IDTokenVerifier.verify` (RS256 with a fixed key set, and Auth

@@ -3,6 +3,7 @@ import FuzzSupport
 import JSON
 import Locify
 import LocifyAPI
+import Primitives
 
 /// Fuzzes the request decoding of `LocifyAPI` and the validation of `Locify`: the input is a
 /// request body (JSON text) decoded as a category (`CategoryDraft(json:)`), a location
@@ -64,7 +65,7 @@ enum FuzzRequestDecoding {
                 precondition(text.unicodeScalars.count <= 1000, "long text over 1000 code points")
                 precondition(!text.unicodeScalars.allSatisfy(\.properties.isWhitespace), "blank text not turned into null")
                 precondition(
-                    !text.unicodeScalars.contains { isControl($0) && $0 != "\t" && $0 != "\n" && $0 != "\r" },
+                    !text.unicodeScalars.contains { ControlCharacter.isControl($0) && $0 != "\t" && $0 != "\n" && $0 != "\r" },
                     "control character in long text")
             }
         }
@@ -118,7 +119,7 @@ enum FuzzRequestDecoding {
     static func checkName(_ name: String) {
         let scalars = name.unicodeScalars
         precondition(!scalars.isEmpty && scalars.count <= 255, "name of \(scalars.count) code points")
-        precondition(!scalars.contains(where: isControl), "control character in a name")
+        precondition(!scalars.contains(where: ControlCharacter.isControl), "control character in a name")
         precondition(
             scalars.first.map { !$0.properties.isWhitespace } ?? false
                 && scalars.last.map { !$0.properties.isWhitespace } ?? false, "name not trimmed")
@@ -135,11 +136,7 @@ enum FuzzRequestDecoding {
     static func checkURL(_ url: String) {
         precondition(url.unicodeScalars.count <= 2048, "URL over 2048 code points")
         precondition(url.lowercased().hasPrefix("https://"), "URL is not https")
-        precondition(!url.unicodeScalars.contains { $0.properties.isWhitespace || isControl($0) }, "whitespace in URL")
-    }
-
-    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+        precondition(!url.unicodeScalars.contains { $0.properties.isWhitespace || ControlCharacter.isControl($0) }, "whitespace in URL")
     }
 
     static func forEachString(in value: JSONValue, _ body: (String) -> Void) {

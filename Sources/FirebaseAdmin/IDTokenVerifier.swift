@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Logging
+import Primitives
 import Synchronization
 
 /// Verifies Firebase ID tokens exactly as docs/ARCHITECTURE.md section 6 prescribes: structure, header, claims,

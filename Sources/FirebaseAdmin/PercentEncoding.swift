@@ -1,3 +1,5 @@
+import Primitives
+
 /// RFC 3986 percent-encoding and decoding for URL path segments and query values.
 public enum PercentEncoding {
     /// Encodes everything but the unreserved characters (`A-Z a-z 0-9 - . _ ~`), so the result is

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Logging
+import Primitives
 import Synchronization
 
 /// Obtains access tokens with the JWT-bearer grant (Google's OAuth 2.0 service-account flow): an RS256 assertion signed with

@@ -1,3 +1,5 @@
+import Primitives
+
 /// A Cloud Storage object named by bucket and object path, recognised from a stored URL.
 public struct StorageObjectReference: Sendable, Equatable {
     /// The bucket name.

@@ -1,4 +1,5 @@
 import Glibc
+import Primitives
 
 /// An incremental HTTP/1.1 request parser (RFC 9112): a pure state machine over bytes, no I/O.
 ///
@@ -642,7 +643,7 @@ public struct HTTPRequestParser: Sendable {
     private mutating func handleChunkSizeLine(_ line: UnsafeRawBufferPointer) -> LineOutcome {
         var size = 0
         var digits = 0
-        while digits < line.count, let digit = HTTPText.hexValue(line[digits]) {
+        while digits < line.count, let digit = HexDigit.value(line[digits]).map(Int.init) {
             // No sign, `0x`, underscore or whitespace can sneak in: they stop the digits and then
             // fail the extension grammar below.
             guard size <= (Int.max - digit) / 16 else { return .failed(.badRequest("chunk size overflows")) }

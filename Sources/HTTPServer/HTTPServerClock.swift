@@ -1,4 +1,5 @@
 import Glibc
+import Primitives
 
 /// The monotonic clock the server measures its timeouts with. Injected through the
 /// configuration so tests can move time by hand instead of sleeping.
@@ -27,11 +28,8 @@ public struct HTTPServerClock: Sendable {
 }
 
 extension Duration {
-    /// The duration in whole nanoseconds, clamped to `0...Int64.max`.
+    /// The duration in whole nanoseconds, clamped to `0...Int64.max` (a negative timeout is none).
     var nanosecondsClamped: Int64 {
-        let (seconds, attoseconds) = components
-        if seconds < 0 { return 0 }
-        if seconds >= Int64.max / 1_000_000_000 { return Int64.max }
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        max(0, nanoseconds)
     }
 }

@@ -26,7 +26,9 @@ public enum HTTPText {
     }
 
     /// True for bytes allowed inside a field value: VCHAR, obs-text, SP and HTAB (RFC 9110 5.5).
-    /// Everything else (NUL, CR, LF, other controls, DEL) is refused.
+    /// Everything else (NUL, CR, LF, other controls, DEL) is refused. Not `ControlCharacter`'s
+    /// rule on purpose: this one is the HTTP grammar's, on bytes, and allows HTAB and every byte
+    /// from 0x80 (obs-text, e.g. UTF-8), where the text rule refuses HTAB and the C1 scalars.
     @inline(__always)
     static func isFieldValueByte(_ byte: UInt8) -> Bool {
         (byte >= 0x20 && byte != 0x7F) || byte == tab
@@ -36,17 +38,6 @@ public enum HTTPText {
     @inline(__always)
     static func isWhitespace(_ byte: UInt8) -> Bool {
         byte == space || byte == tab
-    }
-
-    /// The value of a hexadecimal digit, or nil.
-    @inline(__always)
-    static func hexValue(_ byte: UInt8) -> Int? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return Int(byte &- UInt8(ascii: "0"))
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return Int(byte &- UInt8(ascii: "a") &+ 10)
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return Int(byte &- UInt8(ascii: "A") &+ 10)
-        default: return nil
-        }
     }
 
     /// ASCII lower-case of a byte (other bytes unchanged); also for responders comparing

@@ -1,3 +1,5 @@
+import Primitives
+
 /// Percent-decoding of URI components (RFC 3986 2.1) for path parameters and query items.
 /// Two semantics, each with its own name: query items (`+` is a space) and path segments (`+` is
 /// a plus).
@@ -32,10 +34,10 @@ enum PercentDecoding {
                 let first = bytes.index(after: index)
                 if first != bytes.endIndex {
                     let second = bytes.index(after: first)
-                    if second != bytes.endIndex, let high = HTTPText.hexValue(bytes[first]),
-                        let low = HTTPText.hexValue(bytes[second])
+                    if second != bytes.endIndex, let high = HexDigit.value(bytes[first]),
+                        let low = HexDigit.value(bytes[second])
                     {
-                        output.append(UInt8(high * 16 + low))
+                        output.append(high << 4 | low)
                         index = bytes.index(after: second)
                         continue
                     }

@@ -1,3 +1,5 @@
+import Primitives
+
 /// A strict RFC 8259 parser working directly on bytes.
 ///
 /// Accepts exactly one value surrounded by optional whitespace. Rejects duplicate object keys,
@@ -316,15 +318,10 @@ private struct Parser {
         guard offset + 4 <= input.count else { throw failure("invalid \\u escape") }
         var value: UInt32 = 0
         for index in offset..<(offset + 4) {
-            let byte = input[index]
-            let digit: UInt32
-            switch byte {
-            case 0x30...0x39: digit = UInt32(byte - 0x30)
-            case 0x41...0x46: digit = UInt32(byte - 0x41 + 10)
-            case 0x61...0x66: digit = UInt32(byte - 0x61 + 10)
-            default: throw JSONParseError(offset: index, reason: "invalid \\u escape")
+            guard let digit = HexDigit.value(input[index]) else {
+                throw JSONParseError(offset: index, reason: "invalid \\u escape")
             }
-            value = value << 4 | digit
+            value = value << 4 | UInt32(digit)
         }
         return value
     }

@@ -1,4 +1,5 @@
 import Postgres
+import Primitives
 
 /// The account check every `/v1` request passes, folded into the statements that touch the
 /// user's row anyway: provisions the account on first sight (with the default categories) and
@@ -58,7 +59,7 @@ enum AccountGate {
     /// not fail every request of that user with a 500.
     static func profile(of caller: Caller) -> (email: String?, name: String?) {
         let name = caller.name.flatMap { try? TextRules.name($0, field: "name") }
-        let email = caller.email.flatMap { $0.unicodeScalars.contains(where: TextRules.isControl) ? nil : $0 }
+        let email = caller.email.flatMap { $0.unicodeScalars.contains(where: ControlCharacter.isControl) ? nil : $0 }
         return (email, name)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Primitives
 
 /// A user's category as stored: the live record or, when `deletedAt` is set, its tombstone.
 public struct Category: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import Primitives
 
 /// A validated category write (create, upsert or replace), normalised. Every draft passes the
 /// rules of openapi.yaml when it is built, whoever builds it (the JSON layer or code).

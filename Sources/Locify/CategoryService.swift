@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Primitives
 
 /// Categories: listing, reads, last-write-wins writes and deletes with reassign or cascade
 /// (openapi.yaml). Every write is one transaction under the user's write lock.

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Primitives
 
 /// The SQL of categories. Write functions run inside a transaction that began with
 /// `AccountGate.beginWrite`, whose change stamp they put on every row they touch.

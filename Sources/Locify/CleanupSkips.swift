@@ -1,5 +1,6 @@
 import FirebaseAdmin
 import Logging
+import Primitives
 import Synchronization
 
 /// Counts, by reason, the Storage clean-ups the server skips because their object name cannot

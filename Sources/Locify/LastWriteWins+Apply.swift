@@ -1,3 +1,5 @@
+import Primitives
+
 extension LastWriteWins.Decision {
     /// Carries out a create or replace decision inside the write transaction (shared by
     /// categories and locations): `insert` and `overwrite` store the write at the decided time.

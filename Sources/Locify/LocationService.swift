@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Primitives
 
 /// Locations: listing with filters and sorts, reads, last-write-wins writes and deletes
 /// (openapi.yaml). Every write is one transaction under the user's write lock.

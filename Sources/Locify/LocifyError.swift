@@ -1,4 +1,5 @@
 import Foundation
+import Primitives
 
 /// One field-level problem: which field and what is wrong with it.
 public struct FieldIssue: Sendable, Equatable {

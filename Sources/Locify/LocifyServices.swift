@@ -1,5 +1,6 @@
 import Logging
 import Postgres
+import Primitives
 
 /// The domain's settings that come from the server configuration.
 public struct LocifySettings: Sendable {

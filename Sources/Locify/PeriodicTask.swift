@@ -1,4 +1,5 @@
 import Foundation
+import Primitives
 import Synchronization
 
 /// Runs a piece of background work on its own thread every `interval`, until stopped; `wake()`
@@ -68,13 +69,5 @@ final class PeriodicTask: Sendable {
             state.withLock { $0.woken = false }
             condition.unlock()
         }
-    }
-}
-
-extension Duration {
-    /// The duration in (fractional) seconds.
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Primitives
 
 /// Where a client stands in its user's change feed (openapi.yaml), opaque to the client.
 ///
@@ -76,13 +77,13 @@ public struct SyncCursor: Sendable, Equatable {
         withUnsafeBytes(of: afterID.uuid) { bytes.append(contentsOf: $0) }
         SyncCursor.append(UInt64(bitPattern: issuedAt.milliseconds), to: &bytes)
         SyncCursor.append(SyncCursor.checksum(bytes, userID: userID), to: &bytes)
-        return CursorBase64URL.encode(bytes)
+        return Base64URL.encode(bytes)
     }
 
     /// Decodes a cursor handed out to `userID`; anything else is E001 on `since`.
     public init(encoded text: String, userID: String) throws(LocifyError) {
         let invalid = LocifyError.invalid("since", "is not a cursor this server issued for this user")
-        guard text.utf8.count <= 64, let bytes = CursorBase64URL.decode(text), bytes.count == SyncCursor.payloadLength + 8 else { throw invalid }
+        guard text.utf8.count <= 64, let bytes = Base64URL.decode(text), bytes.count == SyncCursor.payloadLength + 8 else { throw invalid }
         let payload = Array(bytes[0..<SyncCursor.payloadLength])
         guard SyncCursor.readUInt64(bytes, at: SyncCursor.payloadLength) == SyncCursor.checksum(payload, userID: userID),
             payload[0] == SyncCursor.version, let phase = Phase(rawValue: payload[1]), payload[10] <= 2

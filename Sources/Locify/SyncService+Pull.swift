@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Primitives
 
 extension SyncService {
     /// One page of the caller's change feed after `since` (or a snapshot without it), read in one

@@ -1,4 +1,5 @@
 import FirebaseAdmin
+import Primitives
 
 /// The text rules of openapi.yaml: trimming, lengths in Unicode code points, control
 /// characters, and https URLs.
@@ -18,7 +19,7 @@ enum TextRules {
         if trimmed.unicodeScalars.count > maxNameLength {
             throw .invalid(field, "must be at most \(maxNameLength) characters")
         }
-        if trimmed.unicodeScalars.contains(where: isControl) {
+        if trimmed.unicodeScalars.contains(where: ControlCharacter.isControl) {
             throw .invalid(field, "must not contain control characters")
         }
         return trimmed
@@ -30,7 +31,7 @@ enum TextRules {
         if raw.unicodeScalars.count > maxLongTextLength {
             throw .invalid(field, "must be at most \(maxLongTextLength) characters")
         }
-        if raw.unicodeScalars.contains(where: { isControl($0) && !isAllowedLayoutControl($0) }) {
+        if raw.unicodeScalars.contains(where: { ControlCharacter.isControl($0) && !isAllowedLayoutControl($0) }) {
             throw .invalid(field, "must not contain control characters other than tab and line breaks")
         }
         return raw.unicodeScalars.allSatisfy(\.properties.isWhitespace) ? nil : raw
@@ -70,8 +71,10 @@ enum TextRules {
     static func isHTTPSURL(_ raw: String) -> Bool {
         let bytes = Array(raw.utf8)
         if bytes.allSatisfy({ $0 < 0x80 }) {
+            // The same rule on ASCII, without the scalar walk: the ASCII whitespace and
+            // `ControlCharacter`s are the bytes up to 0x20, and DEL.
             if bytes.contains(where: { $0 <= 0x20 || $0 == 0x7F }) { return false }
-        } else if raw.unicodeScalars.contains(where: { $0.properties.isWhitespace || isControl($0) }) {
+        } else if raw.unicodeScalars.contains(where: { $0.properties.isWhitespace || ControlCharacter.isControl($0) }) {
             return false
         }
         // The delimiters below are ASCII, and UTF-8 never uses ASCII bytes inside a multi-byte
@@ -105,11 +108,6 @@ enum TextRules {
             let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
         else { return "" }
         return String(scalars[first...last])
-    }
-
-    /// General category Cc: U+0000-U+001F, U+007F-U+009F (the shared rule of FirebaseAdmin).
-    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        ControlCharacter.isControl(scalar)
     }
 
     private static func isAllowedLayoutControl(_ scalar: Unicode.Scalar) -> Bool {

@@ -1,5 +1,5 @@
-import FirebaseAdmin
 import Foundation
+import Primitives
 
 /// The API's UUID text form: input in any letter case, output always lower case.
 extension UUID {

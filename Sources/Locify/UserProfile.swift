@@ -1,3 +1,5 @@
+import Primitives
+
 /// The caller's profile as `GET /v1/users/me` returns it (openapi.yaml).
 public struct UserProfile: Sendable, Equatable {
     /// The Firebase uid.

@@ -1,4 +1,5 @@
 import Postgres
+import Primitives
 
 /// The caller's own account (openapi.yaml): profile, rename, and deletion that erases every
 /// row of the user in one transaction and queues the Google clean-up in that same transaction.

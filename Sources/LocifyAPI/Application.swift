@@ -4,6 +4,7 @@ import HTTPServer
 import Locify
 import Logging
 import Postgres
+import Primitives
 
 /// What tests (and only tests) replace when building the application.
 public struct ApplicationDependencies: Sendable {

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Locify
+import Primitives
 
 /// Reads typed fields of a JSON request object, turning each wire-format violation into its
 /// domain error: absent or null required field E004, wrong type E001, malformed UUID E002. The

@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Locify
 import Logging
+import Primitives
 
 /// A swift-log handler writing one JSON object per line to stdout: `ts`, `level`, `msg`, then
 /// the metadata as top-level fields (for request logs: `request_id`, `method`, `route`,

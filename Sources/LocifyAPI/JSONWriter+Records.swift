@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Locify
+import Primitives
 
 /// The JSON representation of the API's records (openapi.yaml): snake_case fields,
 /// lower-case UUIDs, RFC 3339 millisecond UTC timestamps, `sync_status` always `synced`.

@@ -1,6 +1,7 @@
 import HTTPServer
 import Locify
 import Logging
+import Primitives
 
 /// The request pipeline of the API: route (404/405 before authentication, openapi.yaml),
 /// authenticate `/v1`, rate-limit per user, run the handler, map any error to its API error,
@@ -155,16 +156,4 @@ struct LocifyResponder: HTTPResponder {
         for (name, value) in apiError.headers { response.headers.add(name, value) }
         return response
     }
-}
-
-extension Duration {
-    /// The duration in fractional seconds.
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-
-    /// The duration in fractional milliseconds, rounded to microseconds (for `duration_ms` in
-    /// logs). Named apart from Postgres' `milliseconds`, which means whole milliseconds.
-    var fractionalMilliseconds: Double { (seconds * 1_000_000).rounded() / 1000 }
 }

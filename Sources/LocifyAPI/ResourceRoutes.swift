@@ -3,6 +3,7 @@ import Foundation
 import HTTPServer
 import JSON
 import Locify
+import Primitives
 
 /// The handlers of `/v1/categories` and `/v1/locations` (openapi.yaml).
 struct ResourceRoutes: Sendable {

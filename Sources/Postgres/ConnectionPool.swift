@@ -1,5 +1,6 @@
 import Dispatch
 import Logging
+import Primitives
 import Synchronization
 
 /// A bounded pool of connections, opened lazily, shared by the worker threads; calls block.

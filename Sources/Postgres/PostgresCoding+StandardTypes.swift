@@ -1,4 +1,5 @@
 import Foundation
+import Primitives
 
 // Binary wire formats of the scalar types the backend uses. Integers and floats are big-endian;
 // text is UTF-8 without a terminator; uuid is its 16 bytes; timestamptz is int64 microseconds
@@ -198,51 +199,39 @@ extension UUID: PostgresEncodable, PostgresDecodable, PostgresArrayElement {
     }
 }
 
-extension PostgresTimestamp: PostgresEncodable, PostgresDecodable, PostgresArrayElement {
-    /// Bound as `timestamptz`.
-    public static var postgresDataType: PostgresDataType { .timestamptz }
-    /// `[PostgresTimestamp]` binds as `timestamptz[]`.
-    public static var postgresArrayDataType: PostgresDataType { PostgresDataType(rawValue: 1185) }
-
-    /// Appends int64 microseconds since 2000-01-01, big-endian.
-    public func encode(into buffer: inout [UInt8]) {
-        buffer.appendBigEndian(postgresMicroseconds)
-    }
-
-    /// `timestamptz`, and `timestamp` read as UTC.
-    public static func acceptsPostgresType(_ type: PostgresDataType) -> Bool {
-        type == .timestamptz || type == .timestamp
-    }
-
-    /// Truncates the stored microseconds to the millisecond; `infinity` is a decoding error.
-    public init(postgresBinary bytes: UnsafeRawBufferPointer, type: PostgresDataType) throws(PostgresError) {
-        try expectLength(bytes, 8, type)
-        var reader = PostgresBinaryReader(bytes)
-        let micros = try reader.readInteger(as: Int64.self)
-        guard micros != .max, micros != .min else {
-            throw .decoding("infinite timestamp cannot be decoded")
-        }
-        self.init(postgresMicroseconds: micros)
-    }
-}
-
 extension Date: PostgresEncodable, PostgresDecodable {
     /// Bound as `timestamptz`.
     public static var postgresDataType: PostgresDataType { .timestamptz }
 
     /// Appends int64 microseconds since 2000-01-01 (rounded to the microsecond), big-endian.
     public func encode(into buffer: inout [UInt8]) {
-        let seconds = timeIntervalSince1970 - Double(PostgresTimestamp.postgresEpochOffsetMilliseconds / 1000)
+        let seconds = timeIntervalSince1970 - Double(Timestamp.postgresEpochOffsetMilliseconds / 1000)
         buffer.appendBigEndian(Int64(saturating: (seconds * 1_000_000).rounded()))
     }
 
     /// `timestamptz`, and `timestamp` read as UTC.
     public static func acceptsPostgresType(_ type: PostgresDataType) -> Bool {
-        PostgresTimestamp.acceptsPostgresType(type)
+        Timestamp.acceptsPostgresType(type)
     }
 
-    /// Truncated to the millisecond, like `PostgresTimestamp`.
+    /// Truncated to the millisecond, like `Timestamp`.
     public init(postgresBinary bytes: UnsafeRawBufferPointer, type: PostgresDataType) throws(PostgresError) {
-        self = try PostgresTimestamp(postgresBinary: bytes, type: type).date
+        let timestamp = try Timestamp(postgresBinary: bytes, type: type)
+        self.init(timeIntervalSince1970: Double(timestamp.milliseconds) / 1000)
+    }
+}
+
+extension Int64 {
+    /// The integral part of `value`, clamped to Int64's range (NaN becomes 0).
+    init(saturating value: Double) {
+        if value.isNaN {
+            self = 0
+        } else if value >= 0x1p63 {
+            self = .max
+        } else if value <= -0x1p63 {
+            self = .min
+        } else {
+            self = Int64(value)
+        }
     }
 }

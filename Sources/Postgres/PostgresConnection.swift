@@ -1,6 +1,7 @@
 internal import CLibPQ
 import Foundation
 import Logging
+import Primitives
 
 /// One libpq connection, used by one thread at a time (the pool hands it out); all calls block.
 ///
@@ -39,8 +40,7 @@ public final class PostgresConnection {
         do {
             var setup = "SET TIME ZONE 'UTC'"
             if let timeout = configuration.statementTimeout {
-                let (seconds, attoseconds) = timeout.components
-                setup += "; SET statement_timeout = \(seconds * 1000 + attoseconds / 1_000_000_000_000_000)"
+                setup += "; SET statement_timeout = \(timeout.milliseconds)"
             }
             try connection.execute(unsafeSQL: setup)
             for (name, value) in configuration.sessionSettings.sorted(by: { $0.key < $1.key }) {

@@ -1,5 +1,6 @@
 import FirebaseAdmin
 import JSON
+import Primitives
 import Testing
 import TestSupport
 

@@ -1,6 +1,7 @@
 import FirebaseAdmin
 import Foundation
 import JSON
+import Primitives
 import Testing
 import TestSupport
 import TestSupportServer

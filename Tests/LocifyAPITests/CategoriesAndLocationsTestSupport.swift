@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Locify
 import Postgres
+import Primitives
 import Synchronization
 import Testing
 import TestSupport

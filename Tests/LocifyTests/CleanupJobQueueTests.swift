@@ -1,6 +1,7 @@
 import Foundation
 import Locify
 import Postgres
+import Primitives
 import Testing
 import TestSupport
 

@@ -1,5 +1,6 @@
 import Foundation
 import Locify
+import Primitives
 import Testing
 import TestSupport
 

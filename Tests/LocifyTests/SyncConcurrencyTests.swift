@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Primitives
 import Synchronization
 import Testing
 import TestSupport

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Primitives
 import Testing
 import TestSupport
 import TestSupportDatabase

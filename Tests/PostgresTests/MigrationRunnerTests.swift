@@ -1,4 +1,5 @@
 import Foundation
+import Primitives
 import Synchronization
 import Testing
 import TestSupport
@@ -68,7 +69,7 @@ struct MigrationRunnerTests {
                     let checksum = try row.decode(column: "checksum", as: String.self)
                     #expect(checksum.count == 64)
                     #expect(checksum.allSatisfy { $0.isHexDigit })
-                    _ = try row.decode(column: "applied_at", as: PostgresTimestamp.self)
+                    _ = try row.decode(column: "applied_at", as: Timestamp.self)
                 }
                 let name = try connection.query("SELECT name FROM pets").first?.decode(0, as: String.self)
                 #expect(name == "Rex")

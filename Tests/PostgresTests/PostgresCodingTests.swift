@@ -1,4 +1,5 @@
 import Foundation
+import Primitives
 import Testing
 import TestSupport
 import TestSupportDatabase
@@ -24,7 +25,7 @@ struct PostgresCodingTests {
         try TestDatabase.with { database in
             try database.pool.withConnection { connection in
                 let id = UUID()
-                let timestamp = PostgresTimestamp(millisecondsSince1970: 1_748_733_300_123)
+                let timestamp = Timestamp(milliseconds: 1_748_733_300_123)
                 let date = Date(timeIntervalSince1970: 1_700_000_000.456)
                 let query: PostgresQuery = """
                     SELECT \("text"), \(42), \(Int32(-7)), \(Int64.min), \(true), \(false), \(-1.25),
@@ -39,7 +40,7 @@ struct PostgresCodingTests {
                 #expect(try row.decode(5, as: Bool.self) == false)
                 #expect(try row.decode(6, as: Double.self) == -1.25)
                 #expect(try row.decode(7, as: UUID.self) == id)
-                #expect(try row.decode(8, as: PostgresTimestamp.self) == timestamp)
+                #expect(try row.decode(8, as: Timestamp.self) == timestamp)
                 #expect(try row.decode(9, as: Date.self) == date)
                 #expect(try row.decode(10, as: Double.self) == .greatestFiniteMagnitude)
                 #expect(try row.decode(11, as: Int.self) == .max)
@@ -139,7 +140,7 @@ struct PostgresCodingTests {
                 #expect(try row.decode(5, as: String.self) == "n")
                 #expect(try row.decode(6, as: String.self) == "c  ")
                 #expect(try row.decode(7, as: String.self) == "{\"a\": 1}")
-                #expect(try row.decode(8, as: PostgresTimestamp.self).millisecondsSince1970 == 946_684_800_001)
+                #expect(try row.decode(8, as: Timestamp.self).milliseconds == 946_684_800_001)
                 #expect(try row.decode(9, as: Int32.self) == 7)
             }
         }
@@ -163,7 +164,7 @@ struct PostgresCodingTests {
                 #expect(try row.decode(3, as: Bool?.self) == nil)
                 #expect(try row.decode(4, as: Double?.self) == nil)
                 #expect(try row.decode(5, as: UUID?.self) == nil)
-                #expect(try row.decode(6, as: PostgresTimestamp?.self) == nil)
+                #expect(try row.decode(6, as: Timestamp?.self) == nil)
                 #expect(try row.decode(7, as: Date?.self) == nil)
                 #expect(try row.decode(8, as: [String]?.self) == nil)
                 #expect(try row.decode(9, as: [UUID]?.self) == nil)
@@ -227,17 +228,18 @@ struct PostgresCodingTests {
     func timestampRoundTrip(milliseconds: Int64) throws {
         try TestDatabase.with { database in
             try database.pool.withConnection { connection in
-                let timestamp = PostgresTimestamp(millisecondsSince1970: milliseconds)
+                let timestamp = Timestamp(milliseconds: milliseconds)
                 try connection.execute(unsafeSQL: "CREATE TABLE t (at timestamptz NOT NULL)")
                 try connection.query("INSERT INTO t (at) VALUES (\(timestamp))")
                 let row = try #require(try connection.query("SELECT at, (extract(epoch FROM at) * 1000)::int8 FROM t").first)
-                #expect(try row.decode(0, as: PostgresTimestamp.self) == timestamp)
+                #expect(try row.decode(0, as: Timestamp.self) == timestamp)
                 #expect(try row.decode(1, as: Int64.self) == milliseconds)
-                #expect(try row.decode(0, as: Date.self) == timestamp.date)
+                let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+                #expect(try row.decode(0, as: Date.self) == date)
                 // A Date (a Double of seconds) holds milliseconds exactly only within a few
                 // centuries of 2001; there it binds to the same instant.
                 if abs(milliseconds) < 10_000_000_000_000 {
-                    let same = try #require(try connection.query("SELECT at = \(timestamp.date) FROM t").first)
+                    let same = try #require(try connection.query("SELECT at = \(date) FROM t").first)
                     #expect(try same.decode(0, as: Bool.self))
                 }
             }
@@ -253,11 +255,11 @@ struct PostgresCodingTests {
                         "SELECT '2025-01-01 00:00:00.123999+00'::timestamptz, '1969-12-31 23:59:59.9995+00'::timestamptz, 'epoch'::timestamptz"
                     ).first
                 )
-                #expect(try row.decode(0, as: PostgresTimestamp.self).description == "2025-01-01T00:00:00.123Z")
-                #expect(try row.decode(1, as: PostgresTimestamp.self).millisecondsSince1970 == -1)
-                #expect(try row.decode(2, as: PostgresTimestamp.self).millisecondsSince1970 == 0)
+                #expect(try row.decode(0, as: Timestamp.self).description == "2025-01-01T00:00:00.123Z")
+                #expect(try row.decode(1, as: Timestamp.self).milliseconds == -1)
+                #expect(try row.decode(2, as: Timestamp.self).milliseconds == 0)
                 #expect(throws: PostgresError.self) {
-                    try connection.query("SELECT 'infinity'::timestamptz").first?.decode(0, as: PostgresTimestamp.self)
+                    try connection.query("SELECT 'infinity'::timestamptz").first?.decode(0, as: Timestamp.self)
                 }
             }
         }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Primitives
 import Synchronization
 
 /// Runs blocking work on its own thread (never on the cooperative pool or
@@ -27,7 +28,7 @@ public final class BackgroundThread<Result: Sendable>: Sendable {
     /// Waits for the body (at most `timeout`); false if it had not finished by then.
     @discardableResult
     public func wait(timeout: Duration = .seconds(30)) -> Bool {
-        guard finished.wait(timeout: .now() + .milliseconds(timeout.milliseconds)) == .success else { return false }
+        guard finished.wait(timeout: .now() + .milliseconds(Int(clamping: max(0, timeout.milliseconds)))) == .success else { return false }
         finished.signal()  // later waits return at once
         return true
     }

@@ -1,6 +1,7 @@
 import FirebaseAdmin
 import Foundation
 import JSON
+import Primitives
 import Synchronization
 
 /// An in-process fake of the Google endpoints the server calls, independent of any transport:

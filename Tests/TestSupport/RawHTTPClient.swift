@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import HTTPServer
+import Primitives
 
 /// Why a `RawHTTPClient` call failed.
 public enum RawHTTPClientError: Error, Sendable, Equatable {
@@ -179,7 +180,7 @@ public final class RawHTTPClient: @unchecked Sendable {
     /// True when no byte and no close arrives within `duration` (the connection is quiet).
     public func staysQuiet(for duration: Duration) -> Bool {
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        return poll(&descriptor, 1, Int32(duration.milliseconds)) == 0
+        return poll(&descriptor, 1, Int32(clamping: max(0, duration.milliseconds))) == 0
     }
 
     /// Half-closes: no more bytes will be sent (FIN).
@@ -207,7 +208,7 @@ public final class RawHTTPClient: @unchecked Sendable {
         let remaining = deadline - ContinuousClock.now
         guard remaining > .zero else { throw .timedOut(received: received) }
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let ready = poll(&descriptor, 1, Int32(max(1, remaining.milliseconds)))
+        let ready = poll(&descriptor, 1, Int32(clamping: max(1, remaining.milliseconds)))
         if ready == 0 { throw .timedOut(received: received) }
         if ready < 0 {
             if errno == EINTR { return }
@@ -229,13 +230,5 @@ public final class RawHTTPClient: @unchecked Sendable {
             if Array(bytes[start..<(start + pattern.count)]) == pattern { return start }
         }
         return nil
-    }
-}
-
-extension Duration {
-    /// Whole milliseconds (rounded down, at least 0).
-    var milliseconds: Int {
-        let (seconds, attoseconds) = components
-        return max(0, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
     }
 }

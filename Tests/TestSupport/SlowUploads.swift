@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Primitives
 
 /// What became of a group of slow uploads: the status of each answered connection, and how many
 /// ended without an answer (closed or reset before a status line arrived, or never finished).
@@ -49,7 +50,7 @@ public enum SlowUploads {
             try client.send(head(bodyBytes))
             _ = fcntl(client.fd, F_SETFL, fcntl(client.fd, F_GETFL) | O_NONBLOCK)
             uploads.append(Upload(client: client))
-            if connectPause > .zero { Thread.sleep(forTimeInterval: Double(connectPause.milliseconds) / 1000) }
+            if connectPause > .zero { Thread.sleep(forTimeInterval: Double(max(0, connectPause.milliseconds)) / 1000) }
         }
         connected()
         var outcome = SlowUploadOutcome()
@@ -87,7 +88,7 @@ public enum SlowUploads {
                     uploads[index].sent = bodyBytes
                 }
             }
-            Thread.sleep(forTimeInterval: Double(pause.milliseconds) / 1000)
+            Thread.sleep(forTimeInterval: Double(max(0, pause.milliseconds)) / 1000)
         }
         outcome.unfinished = live
         for upload in uploads { upload.client.close() }

@@ -2,6 +2,7 @@ internal import CLibCrypto
 import FirebaseAdmin
 import Foundation
 import JSON
+import Primitives
 
 /// How a minted token is signed.
 public enum TokenSignature: Sendable {

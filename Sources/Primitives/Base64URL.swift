@@ -1,4 +1,5 @@
-/// Strict base64url (RFC 4648 §5) without padding, as used by JWTs.
+/// Strict base64url (RFC 4648 §5) without padding: the one codec of the server, for the segments
+/// of JWTs (ID tokens, service-account assertions) and the text form of sync cursors.
 public enum Base64URL {
     private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 

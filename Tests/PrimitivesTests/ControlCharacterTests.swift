@@ -1,4 +1,4 @@
-import FirebaseAdmin
+import Primitives
 import Testing
 
 @Suite("Control characters: the one rule")

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import Locify
+@testable import Primitives
 
 @Suite("Timestamps: RFC 3339 in, millisecond UTC out")
 struct TimestampTests {
@@ -10,6 +10,47 @@ struct TimestampTests {
         #expect(Timestamp(milliseconds: 1_748_733_300_123).rfc3339 == "2025-05-31T23:15:00.123Z")
         #expect(Timestamp(milliseconds: -1).rfc3339 == "1969-12-31T23:59:59.999Z")
         #expect(Timestamp(milliseconds: 951_782_400_000).rfc3339 == "2000-02-29T00:00:00.000Z")
+    }
+
+    @Test(
+        "renders the years 0000-9999 with four digits, before and after the epoch",
+        arguments: [
+            (Int64(0), "1970-01-01T00:00:00.000Z"),
+            (Int64(-1), "1969-12-31T23:59:59.999Z"),
+            (Int64(86_399_999), "1970-01-01T23:59:59.999Z"),
+            (Int64(-62_135_596_800_000), "0001-01-01T00:00:00.000Z"),
+            (Int64(-62_167_219_200_000), "0000-01-01T00:00:00.000Z"),
+            (Int64(253_402_300_799_999), "9999-12-31T23:59:59.999Z"),
+        ])
+    func formatsRange(milliseconds: Int64, expected: String) {
+        #expect(Timestamp(milliseconds: milliseconds).rfc3339 == expected)
+        #expect(Timestamp(milliseconds: milliseconds).description == expected)
+        var bytes: [UInt8] = Array("at ".utf8)
+        Timestamp(milliseconds: milliseconds).appendRFC3339(to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == "at " + expected)
+    }
+
+    @Test("renders instants outside 0000-9999 (never parsed, but readable from the database) instead of trapping")
+    func formatsOutOfRange() {
+        #expect(Timestamp(milliseconds: -62_167_219_200_001).rfc3339 == "-0001-12-31T23:59:59.999Z")
+        #expect(Timestamp(milliseconds: 253_402_300_800_000).rfc3339 == "10000-01-01T00:00:00.000Z")
+        #expect(Timestamp(milliseconds: .max).rfc3339.hasSuffix(".807Z"))
+        #expect(Timestamp(milliseconds: .min).rfc3339.hasPrefix("-"))
+    }
+
+    @Test("adding milliseconds moves the instant and saturates instead of overflowing")
+    func adding() {
+        #expect(Timestamp(milliseconds: 1000).adding(milliseconds: -1500) == Timestamp(milliseconds: -500))
+        #expect(Timestamp(milliseconds: .max).adding(milliseconds: 1) == Timestamp(milliseconds: .max))
+        #expect(Timestamp(milliseconds: .min).adding(milliseconds: -1) == Timestamp(milliseconds: .min))
+        #expect(Timestamp(milliseconds: 1) < Timestamp(milliseconds: 2) && Timestamp.epoch == Timestamp(milliseconds: 0))
+    }
+
+    @Test("now() is the wall clock in milliseconds")
+    func now() {
+        // 2020-01-01 .. 2200-01-01: a sanity bound on CLOCK_REALTIME, not a timing test.
+        let now = Timestamp.now()
+        #expect(now > Timestamp(milliseconds: 1_577_836_800_000) && now < Timestamp(milliseconds: 7_258_118_400_000))
     }
 
     @Test("accepts any RFC 3339 form: fraction or not, Z or offset, t or T")

@@ -1,46 +1,10 @@
-import Foundation
-
-/// A point in time with millisecond precision, the resolution the API stores and compares.
-///
-/// Kept as integer milliseconds since the Unix epoch so comparisons are exact and formatting
-/// needs no Foundation formatter on the hot path.
-public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible {
-    /// Milliseconds since 1970-01-01T00:00:00Z.
-    public var milliseconds: Int64
-
-    /// The instant `milliseconds` after the Unix epoch.
-    public init(milliseconds: Int64) {
-        self.milliseconds = milliseconds
-    }
-
-    /// The Unix epoch: the timestamp of the server-provisioned default categories.
-    public static let epoch = Timestamp(milliseconds: 0)
-
-    /// The current wall-clock time, truncated to milliseconds.
-    public static func now() -> Timestamp {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Timestamp(milliseconds: Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000)
-    }
-
-    /// The same instant plus `milliseconds`.
-    public func adding(milliseconds delta: Int64) -> Timestamp {
-        Timestamp(milliseconds: milliseconds + delta)
-    }
-
-    /// Earlier instants order first.
-    public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool {
-        lhs.milliseconds < rhs.milliseconds
-    }
-
-    /// The RFC 3339 form the API writes, e.g. `2024-05-01T12:00:00.000Z`.
-    public var description: String { rfc3339 }
-}
-
-// MARK: - RFC 3339 output
+// RFC 3339 text of a `Timestamp` (section 5.6), in and out, and the proleptic Gregorian calendar
+// arithmetic both directions need. Bytes only: no Foundation formatter on the hot path.
 
 extension Timestamp {
-    /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, always UTC with exactly three fraction digits.
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ`, always UTC with exactly three fraction digits. Instants outside
+    /// years 0000-9999 (which `init(rfc3339:)` never yields) still render, with more year digits or
+    /// a leading `-`, rather than trap.
     public var rfc3339: String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(24)
@@ -50,27 +14,28 @@ extension Timestamp {
 
     /// Appends the RFC 3339 form (see `rfc3339`) to `bytes` without intermediate strings.
     public func appendRFC3339(to bytes: inout [UInt8]) {
-        let (days, msOfDay) = milliseconds.floorDividedWithRemainder(by: 86_400_000)
+        let (days, msOfDay) = Timestamp.floorDivide(milliseconds, 86_400_000)
         let (year, month, day) = Timestamp.civilDate(fromDaysSinceEpoch: days)
-        appendDigits(year, count: 4, to: &bytes)
+        if year < 0 { bytes.append(UInt8(ascii: "-")) }
+        Timestamp.appendDigits(year.magnitude, count: 4, to: &bytes)
         bytes.append(UInt8(ascii: "-"))
-        appendDigits(month, count: 2, to: &bytes)
+        Timestamp.appendDigits(UInt64(month), count: 2, to: &bytes)
         bytes.append(UInt8(ascii: "-"))
-        appendDigits(day, count: 2, to: &bytes)
+        Timestamp.appendDigits(UInt64(day), count: 2, to: &bytes)
         bytes.append(UInt8(ascii: "T"))
-        appendDigits(msOfDay / 3_600_000, count: 2, to: &bytes)
+        Timestamp.appendDigits(UInt64(msOfDay / 3_600_000), count: 2, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
-        appendDigits(msOfDay / 60_000 % 60, count: 2, to: &bytes)
+        Timestamp.appendDigits(UInt64(msOfDay / 60_000 % 60), count: 2, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
-        appendDigits(msOfDay / 1000 % 60, count: 2, to: &bytes)
+        Timestamp.appendDigits(UInt64(msOfDay / 1000 % 60), count: 2, to: &bytes)
         bytes.append(UInt8(ascii: "."))
-        appendDigits(msOfDay % 1000, count: 3, to: &bytes)
+        Timestamp.appendDigits(UInt64(msOfDay % 1000), count: 3, to: &bytes)
         bytes.append(UInt8(ascii: "Z"))
     }
 
-    /// Appends `value` (non-negative) as exactly `count` zero-padded digits, or more if it needs them.
-    private func appendDigits(_ value: Int64, count: Int, to bytes: inout [UInt8]) {
-        var divisor: Int64 = 1
+    /// Appends `value` as exactly `count` zero-padded digits, or more if it needs them.
+    private static func appendDigits(_ value: UInt64, count: Int, to bytes: inout [UInt8]) {
+        var divisor: UInt64 = 1
         for _ in 1..<count { divisor *= 10 }
         while value / divisor >= 10 { divisor *= 10 }
         while divisor > 0 {
@@ -79,32 +44,37 @@ extension Timestamp {
         }
     }
 
-    /// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian calendar).
+    /// Floor division with a non-negative remainder (for instants before 1970).
+    static func floorDivide(_ value: Int64, _ divisor: Int64) -> (quotient: Int64, remainder: Int64) {
+        let (quotient, remainder) = value.quotientAndRemainder(dividingBy: divisor)
+        return remainder < 0 ? (quotient - 1, remainder + divisor) : (quotient, remainder)
+    }
+
+    /// Howard Hinnant's `civil_from_days` (proleptic Gregorian calendar).
     static func civilDate(fromDaysSinceEpoch days: Int64) -> (year: Int64, month: Int64, day: Int64) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
+        let shifted = days + 719_468
+        let era = floorDivide(shifted, 146_097).quotient
+        let dayOfEra = shifted - era * 146_097
         let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
         let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
         let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
         return (year, month, day)
     }
 
-    /// The inverse of `civilDate`: days since 1970-01-01 of a proleptic Gregorian date.
+    /// The inverse of `civilDate`: days since 1970-01-01 of a proleptic Gregorian date
+    /// (Howard Hinnant's `days_from_civil`).
     static func daysSinceEpoch(year: Int64, month: Int64, day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
+        let era = floorDivide(y, 400).quotient
         let yearOfEra = y - era * 400
         let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
         let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
         return era * 146_097 + dayOfEra - 719_468
     }
 }
-
-// MARK: - RFC 3339 input
 
 extension Timestamp {
     /// Parses any RFC 3339 date-time (`T` or `t` or space separator, any fraction length,
@@ -175,7 +145,7 @@ extension Timestamp {
         let milliseconds = seconds * 1000 + millis
         // Only instants the output form can write (a four-digit year in UTC) are accepted: an
         // offset or leap second can push a date at either end of 0000-9999 outside it, and such an
-        // instant would not render (a negative year trapped the server; found by fuzzing).
+        // instant would not render as the API promises (found by fuzzing).
         guard representableRange.contains(milliseconds) else { return nil }
         return milliseconds
     }
@@ -193,18 +163,5 @@ extension Timestamp {
         default:
             return 31
         }
-    }
-}
-
-extension Int64 {
-    /// Floor division with a non-negative remainder (for dates before 1970).
-    func floorDividedWithRemainder(by divisor: Int64) -> (quotient: Int64, remainder: Int64) {
-        var quotient = self / divisor
-        var remainder = self % divisor
-        if remainder < 0 {
-            quotient -= 1
-            remainder += divisor
-        }
-        return (quotient, remainder)
     }
 }

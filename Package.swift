@@ -66,7 +66,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "locify-server",
-            dependencies: ["LocifyAPI", "Postgres", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["LocifyAPI", "Postgres", "CLinux", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         // Test helpers in three layers, so a unit test links only what it uses: `TestSupport` (threads,

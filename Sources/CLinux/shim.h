@@ -1,11 +1,13 @@
 #ifndef LOCIFY_CLINUX_SHIM_H
 #define LOCIFY_CLINUX_SHIM_H
 
-/* Linux system calls the toolchain's Glibc module does not import: epoll, eventfd, accept4.
+/* Linux system calls the toolchain's Glibc module does not import: epoll, eventfd, accept4, and
+   glibc's malloc_trim.
    `struct epoll_event` is packed on x86_64, so it is only touched from C, through these helpers. */
 
 #include <stddef.h>
 #include <stdint.h>
+#include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -40,6 +42,9 @@ extern int accept4(int fd, struct sockaddr *address, socklen_t *length, int flag
 static inline int locify_accept4(int fd, struct sockaddr *address, socklen_t *length, int flags) {
     return accept4(fd, address, length, flags);
 }
+
+/* Returns the free memory of every malloc arena to the kernel; 1 when some was released. */
+static inline int locify_malloc_trim(void) { return malloc_trim(0); }
 
 static const int LOCIFY_EPOLL_CTL_ADD = EPOLL_CTL_ADD;
 static const int LOCIFY_EPOLL_CTL_DEL = EPOLL_CTL_DEL;

@@ -51,6 +51,9 @@ public struct Configuration: Sendable {
     /// it stops accepting: time for a load balancer's health check to stop sending it requests.
     /// Default 0 (stop accepting at once).
     public var shutdownDelaySeconds: Int = 0
+    /// Seconds between hand-backs of freed heap memory to the kernel (`malloc_trim`), so an idle
+    /// server shrinks back after a burst; 0 disables it. Default 1.
+    public var memoryTrimIntervalSeconds: Int = 1
     /// Open client connections; more wait in the accept backlog. Default 10,000.
     public var maxConnections: Int = 10_000
     /// Server-wide budget for request bodies held in memory, bytes; a body that does not fit is
@@ -117,6 +120,8 @@ extension Configuration {
         migrationsDirectory = env.string("LOCIFY_MIGRATIONS_DIR") ?? migrationsDirectory
         shutdownGraceSeconds = try env.int("LOCIFY_SHUTDOWN_GRACE_SECONDS", in: 0...3600) ?? shutdownGraceSeconds
         shutdownDelaySeconds = try env.int("LOCIFY_SHUTDOWN_DELAY_SECONDS", in: 0...300) ?? shutdownDelaySeconds
+        memoryTrimIntervalSeconds =
+            try env.int("LOCIFY_MEMORY_TRIM_INTERVAL_SECONDS", in: 0...3600) ?? memoryTrimIntervalSeconds
         maxConnections = try env.int("LOCIFY_MAX_CONNECTIONS", in: 1...1_000_000) ?? maxConnections
         maxBufferedBodyBytes =
             try env.int("LOCIFY_MAX_BUFFERED_BODY_BYTES", in: 2_097_152...(1 << 40)) ?? maxBufferedBodyBytes

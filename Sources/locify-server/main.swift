@@ -65,7 +65,9 @@ do {
     logger.critical("cannot start", metadata: ["error": "\(String(reflecting: error))"])
     exit(1)
 }
+let memoryTrimming = startMemoryTrimming(every: configuration.memoryTrimIntervalSeconds)
 lifecycle.waitUntilStopped()
+memoryTrimming?.cancel()
 
 /// The process's application once it is serving, shared with the signal handlers: a signal while
 /// the application is still being built ends the process at once; one while it serves drains it.

@@ -46,9 +46,15 @@ public enum PipelinedFlood {
 
 extension ServerProcess {
     /// The child's resident set size (`VmRSS` of /proc/<pid>/status), bytes; 0 when unreadable.
-    public var residentBytes: Int {
+    public var residentBytes: Int { statusBytes("VmRSS") }
+
+    /// The anonymous part of the child's resident set (`RssAnon`: heap and stacks, not mapped
+    /// files), bytes; 0 when unreadable.
+    public var anonymousResidentBytes: Int { statusBytes("RssAnon") }
+
+    private func statusBytes(_ key: String) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+        for line in status.split(separator: "\n") where line.hasPrefix(key + ":") {
             let kilobytes = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
             return kilobytes * 1024
         }

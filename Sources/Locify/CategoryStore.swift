@@ -3,11 +3,15 @@ import Postgres
 
 /// The SQL of categories. Write functions run inside a transaction that began with
 /// `AccountGate.beginWrite`, whose change stamp they put on every row they touch.
-enum CategoryStore {
-    /// The stored record or tombstone, if the id was ever used by this user.
+enum CategoryStore: RecordTable {
+    typealias Draft = CategoryDraft
+
+    /// Every statement's record columns, `Category.columns` under the alias `c`.
+    private static let columns = Category.columns("c")
+
     static func find(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Category? {
         try connection.query(
-            "SELECT \(unsafeSQL: Category.columns("c")) FROM categories c WHERE c.user_id = \(userID) AND c.id = \(id)"
+            "SELECT \(unsafeSQL: columns) FROM categories c WHERE c.user_id = \(userID) AND c.id = \(id)"
         ).first.map { row throws(PostgresError) in try Category(row: row) }
     }
 
@@ -22,19 +26,16 @@ enum CategoryStore {
         _ connection: PostgresConnection, userID: String, _ draft: CategoryDraft, at: Timestamp,
         createdAt: Timestamp, stamp: Int64
     ) throws -> Category {
-        try single(
+        try Category.single(
             connection.query(
                 """
                 INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, change_seq, changed_at)
                 VALUES (\(userID), \(draft.id), \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.icon), 1,
                         \(createdAt), \(at), \(stamp), clock_timestamp())
-                RETURNING \(unsafeSQL: Category.columns("c"))
+                RETURNING \(unsafeSQL: columns)
                 """))
     }
 
-    /// The create fast path, one statement: takes the user's write lock and stamp (unless the
-    /// account is missing or the token revoked) and inserts the record when its id is new. Returns
-    /// nil when it inserted nothing.
     static func insertIfNew(
         _ connection: PostgresConnection, _ caller: Caller, _ draft: CategoryDraft, at: Timestamp, createdAt: Timestamp
     ) throws -> Category? {
@@ -50,37 +51,35 @@ enum CategoryStore {
                    \(createdAt), \(at), account.change_seq, clock_timestamp()
             FROM account
             ON CONFLICT (user_id, id) DO NOTHING
-            RETURNING \(unsafeSQL: Category.columns("c"))
+            RETURNING \(unsafeSQL: columns)
             """
         ).first.map { row throws(PostgresError) in try Category(row: row) }
     }
 
-    /// Replaces the editable fields (and revives a tombstone): version + 1.
     static func overwrite(
         _ connection: PostgresConnection, userID: String, _ draft: CategoryDraft, at: Timestamp, stamp: Int64
     ) throws -> Category {
-        try single(
+        try Category.single(
             connection.query(
                 """
                 UPDATE categories c SET name = \(draft.name), name_key = \(TextRules.sortKey(draft.name)), icon = \(draft.icon),
                        version = version + 1, updated_at = \(at), deleted_at = NULL, change_seq = \(stamp),
                        changed_at = clock_timestamp()
                 WHERE c.user_id = \(userID) AND c.id = \(draft.id)
-                RETURNING \(unsafeSQL: Category.columns("c"))
+                RETURNING \(unsafeSQL: columns)
                 """))
     }
 
-    /// Turns the record into a tombstone deleted at `at`: version + 1.
     static func tombstone(
         _ connection: PostgresConnection, userID: String, id: UUID, at: Timestamp, stamp: Int64
     ) throws -> Category {
-        try single(
+        try Category.single(
             connection.query(
                 """
                 UPDATE categories c SET deleted_at = \(at), updated_at = \(at), version = version + 1,
                        change_seq = \(stamp), changed_at = clock_timestamp()
                 WHERE c.user_id = \(userID) AND c.id = \(id)
-                RETURNING \(unsafeSQL: Category.columns("c"))
+                RETURNING \(unsafeSQL: columns)
                 """))
     }
 
@@ -88,7 +87,7 @@ enum CategoryStore {
     /// maintained counter; the first column is the account gate's `tokens_valid_after`.
     static func listQuery(userID: String, page: PageRequest) -> PostgresQuery {
         """
-        SELECT u.tokens_valid_after, u.category_count, \(unsafeSQL: Category.columns("c"))
+        SELECT u.tokens_valid_after, u.category_count, \(unsafeSQL: columns)
         FROM users u
         LEFT JOIN LATERAL (
             SELECT * FROM categories
@@ -100,20 +99,12 @@ enum CategoryStore {
         """
     }
 
-    /// One live category; first column as in `listQuery`.
     static func getQuery(userID: String, id: UUID) -> PostgresQuery {
         """
-        SELECT u.tokens_valid_after, \(unsafeSQL: Category.columns("c"))
+        SELECT u.tokens_valid_after, \(unsafeSQL: columns)
         FROM users u
         LEFT JOIN categories c ON c.user_id = u.id AND c.id = \(id) AND c.deleted_at IS NULL
         WHERE u.id = \(userID)
         """
-    }
-
-    static func single(_ rows: PostgresRows) throws -> Category {
-        guard let row = rows.first else {
-            throw PostgresError(kind: .server, message: "a write returned no row")
-        }
-        return try Category(row: row)
     }
 }

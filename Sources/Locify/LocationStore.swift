@@ -3,11 +3,15 @@ import Postgres
 
 /// The SQL of locations. Write functions run inside a transaction that began with
 /// `AccountGate.beginWrite`, whose change stamp they put on every row they touch.
-enum LocationStore {
-    /// The stored record or tombstone, if the id was ever used by this user.
+enum LocationStore: RecordTable {
+    typealias Draft = LocationDraft
+
+    /// Every statement's record columns, `Location.columns` under the alias `l`.
+    private static let columns = Location.columns("l")
+
     static func find(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Location? {
         try connection.query(
-            "SELECT \(unsafeSQL: Location.columns("l")) FROM locations l WHERE l.user_id = \(userID) AND l.id = \(id)"
+            "SELECT \(unsafeSQL: columns) FROM locations l WHERE l.user_id = \(userID) AND l.id = \(id)"
         ).first.map { row throws(PostgresError) in try Location(row: row) }
     }
 
@@ -15,7 +19,7 @@ enum LocationStore {
         _ connection: PostgresConnection, userID: String, _ draft: LocationDraft, at: Timestamp,
         createdAt: Timestamp, stamp: Int64
     ) throws -> Location {
-        try single(
+        try Location.single(
             connection.query(
                 """
                 INSERT INTO locations AS l (user_id, id, category_id, name, name_key, address, description, search_text,
@@ -24,13 +28,12 @@ enum LocationStore {
                 VALUES (\(userID), \(draft.id), \(draft.categoryID), \(draft.name), \(TextRules.sortKey(draft.name)),
                         \(draft.address), \(draft.description), \(draft.searchText), \(draft.latitude), \(draft.longitude),
                         \(draft.isFavorite), \(draft.imageURLs), 1, \(createdAt), \(at), \(stamp), clock_timestamp())
-                RETURNING \(unsafeSQL: Location.columns("l"))
+                RETURNING \(unsafeSQL: columns)
                 """))
     }
 
-    /// The create fast path, one statement: takes the user's write lock and stamp (unless the
-    /// account is missing or the token revoked) and inserts the record when its id is new. Returns
-    /// nil when it inserted nothing; throws `CategoryGuard.sqlState` when the category is not live.
+    /// The create fast path of `RecordTable`; throws `CategoryGuard.sqlState` when the category
+    /// is not live.
     static func insertIfNew(
         _ connection: PostgresConnection, _ caller: Caller, _ draft: LocationDraft, at: Timestamp, createdAt: Timestamp
     ) throws -> Location? {
@@ -49,16 +52,15 @@ enum LocationStore {
                    \(draft.isFavorite), \(draft.imageURLs), 1, \(createdAt), \(at), account.change_seq, clock_timestamp()
             FROM account
             ON CONFLICT (user_id, id) DO NOTHING
-            RETURNING \(unsafeSQL: Location.columns("l"))
+            RETURNING \(unsafeSQL: columns)
             """
         ).first.map { row throws(PostgresError) in try Location(row: row) }
     }
 
-    /// Replaces the editable fields (and revives a tombstone): version + 1.
     static func overwrite(
         _ connection: PostgresConnection, userID: String, _ draft: LocationDraft, at: Timestamp, stamp: Int64
     ) throws -> Location {
-        try single(
+        try Location.single(
             connection.query(
                 """
                 UPDATE locations l SET category_id = \(draft.categoryID), name = \(draft.name),
@@ -68,21 +70,20 @@ enum LocationStore {
                        image_urls = \(draft.imageURLs), version = version + 1, updated_at = \(at), deleted_at = NULL,
                        change_seq = \(stamp), changed_at = clock_timestamp()
                 WHERE l.user_id = \(userID) AND l.id = \(draft.id)
-                RETURNING \(unsafeSQL: Location.columns("l"))
+                RETURNING \(unsafeSQL: columns)
                 """))
     }
 
-    /// Turns the record into a tombstone deleted at `at`: version + 1.
     static func tombstone(
         _ connection: PostgresConnection, userID: String, id: UUID, at: Timestamp, stamp: Int64
     ) throws -> Location {
-        try single(
+        try Location.single(
             connection.query(
                 """
                 UPDATE locations l SET deleted_at = \(at), updated_at = \(at), version = version + 1,
                        change_seq = \(stamp), changed_at = clock_timestamp()
                 WHERE l.user_id = \(userID) AND l.id = \(id)
-                RETURNING \(unsafeSQL: Location.columns("l"))
+                RETURNING \(unsafeSQL: columns)
                 """))
     }
 
@@ -184,7 +185,7 @@ enum LocationStore {
         // or the sort's index finds the page sooner.
         let pageUser = search != nil ? "$1" : "u.id"
         let sql = """
-            SELECT u.tokens_valid_after, \(totalExpression(query, filters: filters)), \(stampColumns)\(Location.columns("l"))
+            SELECT u.tokens_valid_after, \(totalExpression(query, filters: filters)), \(stampColumns)\(columns)
             FROM users u
             LEFT JOIN LATERAL (
                 SELECT loc.* FROM (
@@ -244,21 +245,13 @@ enum LocationStore {
         return pattern
     }
 
-    /// One live location; first column as in `listQuery`.
     static func getQuery(userID: String, id: UUID) -> PostgresQuery {
         """
-        SELECT u.tokens_valid_after, \(unsafeSQL: Location.columns("l"))
+        SELECT u.tokens_valid_after, \(unsafeSQL: columns)
         FROM users u
         LEFT JOIN locations l ON l.user_id = u.id AND l.id = \(id) AND l.deleted_at IS NULL
         WHERE u.id = \(userID)
         """
-    }
-
-    static func single(_ rows: PostgresRows) throws -> Location {
-        guard let row = rows.first else {
-            throw PostgresError(kind: .server, message: "a write returned no row")
-        }
-        return try Location(row: row)
     }
 }
 

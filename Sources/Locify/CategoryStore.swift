@@ -9,10 +9,8 @@ enum CategoryStore: RecordTable {
     /// Every statement's record columns, `Category.columns` under the alias `c`.
     private static let columns = Category.columns("c")
 
-    static func find(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Category? {
-        try connection.query(
-            "SELECT \(unsafeSQL: columns) FROM categories c WHERE c.user_id = \(userID) AND c.id = \(id)"
-        ).first.map { row throws(PostgresError) in try Category(row: row) }
+    static func findQuery(userID: String, id: UUID) -> PostgresQuery {
+        "SELECT \(unsafeSQL: columns) FROM categories c WHERE c.user_id = \(userID) AND c.id = \(id)"
     }
 
     /// Whether the user has a live category with this id.
@@ -22,65 +20,48 @@ enum CategoryStore: RecordTable {
         ).isEmpty)
     }
 
-    static func insert(
-        _ connection: PostgresConnection, userID: String, _ draft: CategoryDraft, at: Timestamp,
-        createdAt: Timestamp, stamp: Int64
-    ) throws -> Category {
-        try Category.single(
-            connection.query(
-                """
-                INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, change_seq, changed_at)
-                VALUES (\(userID), \(draft.id), \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.icon), 1,
-                        \(createdAt), \(at), \(stamp), clock_timestamp())
-                RETURNING \(unsafeSQL: columns)
-                """))
+    static func insertQuery(userID: String, _ draft: CategoryDraft, at: Timestamp, createdAt: Timestamp, stamp: Int64) -> PostgresQuery {
+        """
+        INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, change_seq, changed_at)
+        VALUES (\(userID), \(draft.id), \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.icon), 1,
+                \(createdAt), \(at), \(stamp), clock_timestamp())
+        RETURNING \(unsafeSQL: columns)
+        """
     }
 
-    static func insertIfNew(
-        _ connection: PostgresConnection, _ caller: Caller, _ draft: CategoryDraft, at: Timestamp, createdAt: Timestamp
-    ) throws -> Category? {
-        try connection.query(
-            """
-            WITH account AS (
-                UPDATE users SET change_seq = change_seq + 1
-                WHERE id = \(caller.userID) AND tokens_valid_after < \(caller.tokenIssuedAt)
-                RETURNING change_seq
-            )
-            INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, change_seq, changed_at)
-            SELECT \(caller.userID), \(draft.id), \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.icon), 1,
-                   \(createdAt), \(at), account.change_seq, clock_timestamp()
-            FROM account
-            ON CONFLICT (user_id, id) DO NOTHING
-            RETURNING \(unsafeSQL: columns)
-            """
-        ).first.map { row throws(PostgresError) in try Category(row: row) }
+    static func insertIfNewQuery(_ caller: Caller, _ draft: CategoryDraft, at: Timestamp, createdAt: Timestamp) -> PostgresQuery {
+        """
+        WITH account AS (
+            UPDATE users SET change_seq = change_seq + 1
+            WHERE id = \(caller.userID) AND tokens_valid_after < \(caller.tokenIssuedAt)
+            RETURNING change_seq
+        )
+        INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, change_seq, changed_at)
+        SELECT \(caller.userID), \(draft.id), \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.icon), 1,
+               \(createdAt), \(at), account.change_seq, clock_timestamp()
+        FROM account
+        ON CONFLICT (user_id, id) DO NOTHING
+        RETURNING \(unsafeSQL: columns)
+        """
     }
 
-    static func overwrite(
-        _ connection: PostgresConnection, userID: String, _ draft: CategoryDraft, at: Timestamp, stamp: Int64
-    ) throws -> Category {
-        try Category.single(
-            connection.query(
-                """
-                UPDATE categories c SET name = \(draft.name), name_key = \(TextRules.sortKey(draft.name)), icon = \(draft.icon),
-                       version = version + 1, updated_at = \(at), deleted_at = NULL, change_seq = \(stamp),
-                       changed_at = clock_timestamp()
-                WHERE c.user_id = \(userID) AND c.id = \(draft.id)
-                RETURNING \(unsafeSQL: columns)
-                """))
+    static func overwriteQuery(userID: String, _ draft: CategoryDraft, at: Timestamp, stamp: Int64) -> PostgresQuery {
+        """
+        UPDATE categories c SET name = \(draft.name), name_key = \(TextRules.sortKey(draft.name)), icon = \(draft.icon),
+               version = version + 1, updated_at = \(at), deleted_at = NULL, change_seq = \(stamp),
+               changed_at = clock_timestamp()
+        WHERE c.user_id = \(userID) AND c.id = \(draft.id)
+        RETURNING \(unsafeSQL: columns)
+        """
     }
 
-    static func tombstone(
-        _ connection: PostgresConnection, userID: String, id: UUID, at: Timestamp, stamp: Int64
-    ) throws -> Category {
-        try Category.single(
-            connection.query(
-                """
-                UPDATE categories c SET deleted_at = \(at), updated_at = \(at), version = version + 1,
-                       change_seq = \(stamp), changed_at = clock_timestamp()
-                WHERE c.user_id = \(userID) AND c.id = \(id)
-                RETURNING \(unsafeSQL: columns)
-                """))
+    static func tombstoneQuery(userID: String, id: UUID, at: Timestamp, stamp: Int64) -> PostgresQuery {
+        """
+        UPDATE categories c SET deleted_at = \(at), updated_at = \(at), version = version + 1,
+               change_seq = \(stamp), changed_at = clock_timestamp()
+        WHERE c.user_id = \(userID) AND c.id = \(id)
+        RETURNING \(unsafeSQL: columns)
+        """
     }
 
     /// One page of live categories by name (case-insensitive), then id, with the total from the

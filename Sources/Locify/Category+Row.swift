@@ -1,13 +1,11 @@
 import Postgres
 
-extension Category {
-    /// The columns `init(row:at:)` reads, in order, qualified by `alias`.
-    static func columns(_ alias: String) -> String {
-        "\(alias).id, \(alias).name, \(alias).icon, \(alias).location_count, \(alias).version, "
-            + "\(alias).created_at, \(alias).updated_at, \(alias).deleted_at"
-    }
+extension Category: StoredRecord {
+    static let kind = RecordKind.category
 
-    /// Decodes the columns of `columns(_:)` starting at column `start`.
+    static let columnNames = ["id", "name", "icon", "location_count", "version", "created_at", "updated_at", "deleted_at"]
+
+    /// Decodes the columns of `columnNames` starting at column `start`.
     init(row: PostgresRow, at start: Int = 0) throws(PostgresError) {
         self.init(
             id: try row.decode(start),
@@ -20,9 +18,7 @@ extension Category {
             deletedAt: try row.decode(start + 7))
     }
 
-    /// The record, or its tombstone when deleted.
-    var state: RecordState {
-        if let deletedAt { return .tombstone(.category, id: id, deletedAt: deletedAt) }
-        return .category(self)
-    }
+    var liveState: RecordState { .category(self) }
 }
+
+extension CategoryDraft: RecordDraft {}

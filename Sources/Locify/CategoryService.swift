@@ -9,70 +9,31 @@ public struct CategoryService: Sendable {
     let storage: StorageScope
     let now: @Sendable () -> Timestamp
 
+    /// The reads and writes categories share with locations.
+    private var records: RecordService<CategoryStore> { RecordService(pool: pool, now: now) }
+
     /// One page of the caller's live categories, by name.
     public func list(_ caller: Caller, _ page: PageRequest) throws -> Page<Category> {
         try pool.withConnection { connection in
             try AccountGate.read(connection, caller, CategoryStore.listQuery(userID: caller.userID, page: page), now: now) { rows in
-                var records: [Category] = []
-                records.reserveCapacity(rows.count)
-                for row in rows where !row.isNull(2) {
-                    records.append(try Category(row: row, at: 2))
-                }
-                let total: Int64 = try rows.first?.decode(1) ?? 0
-                return Page(records: records, totalCount: total, page: page.page, size: page.size)
+                try Page(rows: rows, recordsAt: 2, request: page)
             }
         }
     }
 
     /// The caller's live category `id`; `notFound` otherwise.
     public func get(_ caller: Caller, id: UUID) throws -> Category {
-        let found = try pool.withConnection { connection in
-            try AccountGate.read(connection, caller, CategoryStore.getQuery(userID: caller.userID, id: id), now: now) { rows in
-                try rows.first.flatMap { row throws(PostgresError) in row.isNull(1) ? nil : try Category(row: row, at: 1) }
-            }
-        }
-        guard let found else { throw LocifyError.notFound("category") }
-        return found
+        try records.get(caller, id: id)
     }
 
     /// POST: creates the category, or upserts it under last-write-wins when the id exists.
     public func create(_ caller: Caller, _ draft: CategoryDraft) throws -> WriteOutcome<Category> {
-        try write(caller, draft, .create)
+        try records.write(caller, draft, .create)
     }
 
     /// PUT: replaces an existing category (or revives its tombstone when newer); unknown id E007.
     public func replace(_ caller: Caller, _ draft: CategoryDraft) throws -> WriteOutcome<Category> {
-        try write(caller, draft, .replace)
-    }
-
-    private func write(_ caller: Caller, _ draft: CategoryDraft, _ intent: LastWriteWins.Intent) throws -> WriteOutcome<Category> {
-        if intent == .create, let created = try createFast(caller, draft) { return .created(created) }
-        return try pool.withTransaction { connection in
-            let stamp = try AccountGate.beginWrite(connection, caller, now: now)
-            let stored = try CategoryStore.find(connection, userID: caller.userID, id: draft.id)
-            let now = self.now()
-            let decision = LastWriteWins.decide(
-                intent, stored: stored?.clock, requested: draft.updatedAt,
-                sameContent: stored.map(draft.hasSameContent) ?? false, now: now)
-            return try decision.applyWrite(
-                stored: stored, kind: "category", conflict: \.state,
-                insert: { at in
-                    try CategoryStore.insert(
-                        connection, userID: caller.userID, draft, at: at, createdAt: min(draft.createdAt ?? at, now), stamp: stamp)
-                },
-                overwrite: { at in try CategoryStore.overwrite(connection, userID: caller.userID, draft, at: at, stamp: stamp) })
-        }
-    }
-
-    /// The common case of a create, a new id, in one statement (see `CategoryStore.insertIfNew`);
-    /// nil sends the write down the general path, which tells every other case apart.
-    private func createFast(_ caller: Caller, _ draft: CategoryDraft) throws -> Category? {
-        let now = self.now()
-        guard case .insert(let at) = LastWriteWins.decide(.create, stored: nil, requested: draft.updatedAt, sameContent: false, now: now)
-        else { return nil }
-        return try pool.withConnection { connection in
-            try CategoryStore.insertIfNew(connection, caller, draft, at: at, createdAt: min(draft.createdAt ?? at, now))
-        }
+        try records.write(caller, draft, .replace)
     }
 
     /// DELETE: tombstones the category. With `reassignTo`, its live locations move to that
@@ -80,30 +41,16 @@ public struct CategoryService: Sendable {
     /// locations are tombstoned too and their folders and owned objects are queued as well.
     /// Returns the tombstone.
     public func delete(_ caller: Caller, id: UUID, updatedAt: Timestamp?, reassignTo: UUID?) throws -> Category {
-        do {
-            return try deleteInTransaction(caller, id: id, updatedAt: updatedAt, reassignTo: reassignTo)
-        } catch {
-            throw CategoryGuard.mapping(error)
-        }
-    }
-
-    private func deleteInTransaction(_ caller: Caller, id: UUID, updatedAt: Timestamp?, reassignTo: UUID?) throws -> Category {
-        try pool.withTransaction { connection in
-            let stamp = try AccountGate.beginWrite(connection, caller, now: now)
-            // Checked after the gate: a revoked token is 401 before a bad request is 400.
-            if reassignTo == id {
-                throw LocifyError.invalid("reassign_category_id", "must not be the category being deleted")
-            }
-            let stored = try CategoryStore.find(connection, userID: caller.userID, id: id)
-            let decision = LastWriteWins.decide(
-                .delete, stored: stored?.clock, requested: updatedAt, sameContent: false, now: now())
-            return try decision.applyDelete(stored: stored, kind: "category", conflict: \.state) { at in
-                if let stored {
-                    try removeContents(connection, caller.userID, category: stored, reassignTo: reassignTo, at: at, stamp: stamp)
+        try records.delete(
+            caller, id: id, updatedAt: updatedAt,
+            check: {
+                if reassignTo == id {
+                    throw LocifyError.invalid("reassign_category_id", "must not be the category being deleted")
                 }
-                return try CategoryStore.tombstone(connection, userID: caller.userID, id: id, at: at, stamp: stamp)
-            }
-        }
+            },
+            beforeTombstone: { connection, stored, at, stamp in
+                try removeContents(connection, caller.userID, category: stored, reassignTo: reassignTo, at: at, stamp: stamp)
+            })
     }
 
     private func removeContents(
@@ -133,9 +80,4 @@ public struct CategoryService: Sendable {
             try CleanupJobStore.enqueue(connection, userID: userID, jobs)
         }
     }
-}
-
-extension Category {
-    /// The last-write-wins clock of the stored record.
-    var clock: LastWriteWins.Stored { .init(updatedAt: updatedAt, isDeleted: deletedAt != nil) }
 }

@@ -4,12 +4,14 @@ import Primitives
 
 /// The SQL of categories. Write functions run inside a transaction that began with
 /// `AccountGate.beginWrite`, whose change stamp they put on every row they touch.
-enum CategoryStore {
-    /// The stored record or tombstone, if the id was ever used by this user.
-    static func find(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Category? {
-        try connection.query(
-            "SELECT \(unsafeSQL: Category.columns("c")) FROM categories c WHERE c.user_id = \(userID) AND c.id = \(id)"
-        ).first.map { row throws(PostgresError) in try Category(row: row) }
+enum CategoryStore: RecordTable {
+    typealias Draft = CategoryDraft
+
+    /// Every statement's record columns, `Category.columns` under the alias `c`.
+    private static let columns = Category.columns("c")
+
+    static func findQuery(userID: String, id: UUID) -> PostgresQuery {
+        "SELECT \(unsafeSQL: columns) FROM categories c WHERE c.user_id = \(userID) AND c.id = \(id)"
     }
 
     /// Whether the user has a live category with this id.
@@ -19,77 +21,55 @@ enum CategoryStore {
         ).isEmpty)
     }
 
-    static func insert(
-        _ connection: PostgresConnection, userID: String, _ draft: CategoryDraft, at: Timestamp,
-        createdAt: Timestamp, stamp: Int64
-    ) throws -> Category {
-        try single(
-            connection.query(
-                """
-                INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, change_seq, changed_at)
-                VALUES (\(userID), \(draft.id), \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.icon), 1,
-                        \(createdAt), \(at), \(stamp), clock_timestamp())
-                RETURNING \(unsafeSQL: Category.columns("c"))
-                """))
+    static func insertQuery(userID: String, _ draft: CategoryDraft, at: Timestamp, createdAt: Timestamp, stamp: Int64) -> PostgresQuery {
+        """
+        INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, change_seq, changed_at)
+        VALUES (\(userID), \(draft.id), \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.icon), 1,
+                \(createdAt), \(at), \(stamp), clock_timestamp())
+        RETURNING \(unsafeSQL: columns)
+        """
     }
 
-    /// The create fast path, one statement: takes the user's write lock and stamp (unless the
-    /// account is missing or the token revoked) and inserts the record when its id is new. Returns
-    /// nil when it inserted nothing.
-    static func insertIfNew(
-        _ connection: PostgresConnection, _ caller: Caller, _ draft: CategoryDraft, at: Timestamp, createdAt: Timestamp
-    ) throws -> Category? {
-        try connection.query(
-            """
-            WITH account AS (
-                UPDATE users SET change_seq = change_seq + 1
-                WHERE id = \(caller.userID) AND tokens_valid_after < \(caller.tokenIssuedAt)
-                RETURNING change_seq
-            )
-            INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, change_seq, changed_at)
-            SELECT \(caller.userID), \(draft.id), \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.icon), 1,
-                   \(createdAt), \(at), account.change_seq, clock_timestamp()
-            FROM account
-            ON CONFLICT (user_id, id) DO NOTHING
-            RETURNING \(unsafeSQL: Category.columns("c"))
-            """
-        ).first.map { row throws(PostgresError) in try Category(row: row) }
+    static func insertIfNewQuery(_ caller: Caller, _ draft: CategoryDraft, at: Timestamp, createdAt: Timestamp) -> PostgresQuery {
+        """
+        WITH account AS (
+            UPDATE users SET change_seq = change_seq + 1
+            WHERE id = \(caller.userID) AND tokens_valid_after < \(caller.tokenIssuedAt)
+            RETURNING change_seq
+        )
+        INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, change_seq, changed_at)
+        SELECT \(caller.userID), \(draft.id), \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.icon), 1,
+               \(createdAt), \(at), account.change_seq, clock_timestamp()
+        FROM account
+        ON CONFLICT (user_id, id) DO NOTHING
+        RETURNING \(unsafeSQL: columns)
+        """
     }
 
-    /// Replaces the editable fields (and revives a tombstone): version + 1.
-    static func overwrite(
-        _ connection: PostgresConnection, userID: String, _ draft: CategoryDraft, at: Timestamp, stamp: Int64
-    ) throws -> Category {
-        try single(
-            connection.query(
-                """
-                UPDATE categories c SET name = \(draft.name), name_key = \(TextRules.sortKey(draft.name)), icon = \(draft.icon),
-                       version = version + 1, updated_at = \(at), deleted_at = NULL, change_seq = \(stamp),
-                       changed_at = clock_timestamp()
-                WHERE c.user_id = \(userID) AND c.id = \(draft.id)
-                RETURNING \(unsafeSQL: Category.columns("c"))
-                """))
+    static func overwriteQuery(userID: String, _ draft: CategoryDraft, at: Timestamp, stamp: Int64) -> PostgresQuery {
+        """
+        UPDATE categories c SET name = \(draft.name), name_key = \(TextRules.sortKey(draft.name)), icon = \(draft.icon),
+               version = version + 1, updated_at = \(at), deleted_at = NULL, change_seq = \(stamp),
+               changed_at = clock_timestamp()
+        WHERE c.user_id = \(userID) AND c.id = \(draft.id)
+        RETURNING \(unsafeSQL: columns)
+        """
     }
 
-    /// Turns the record into a tombstone deleted at `at`: version + 1.
-    static func tombstone(
-        _ connection: PostgresConnection, userID: String, id: UUID, at: Timestamp, stamp: Int64
-    ) throws -> Category {
-        try single(
-            connection.query(
-                """
-                UPDATE categories c SET deleted_at = \(at), updated_at = \(at), version = version + 1,
-                       change_seq = \(stamp), changed_at = clock_timestamp()
-                WHERE c.user_id = \(userID) AND c.id = \(id)
-                RETURNING \(unsafeSQL: Category.columns("c"))
-                """))
+    static func tombstoneQuery(userID: String, id: UUID, at: Timestamp, stamp: Int64) -> PostgresQuery {
+        """
+        UPDATE categories c SET deleted_at = \(at), updated_at = \(at), version = version + 1,
+               change_seq = \(stamp), changed_at = clock_timestamp()
+        WHERE c.user_id = \(userID) AND c.id = \(id)
+        RETURNING \(unsafeSQL: columns)
+        """
     }
 
     /// One page of live categories by name (case-insensitive), then id, with the total from the
     /// maintained counter; the first column is the account gate's `tokens_valid_after`.
     static func listQuery(userID: String, page: PageRequest) -> PostgresQuery {
         """
-        SELECT u.tokens_valid_after, u.category_count, \(unsafeSQL: Category.columns("c"))
+        SELECT u.tokens_valid_after, u.category_count, \(unsafeSQL: columns)
         FROM users u
         LEFT JOIN LATERAL (
             SELECT * FROM categories
@@ -101,20 +81,12 @@ enum CategoryStore {
         """
     }
 
-    /// One live category; first column as in `listQuery`.
     static func getQuery(userID: String, id: UUID) -> PostgresQuery {
         """
-        SELECT u.tokens_valid_after, \(unsafeSQL: Category.columns("c"))
+        SELECT u.tokens_valid_after, \(unsafeSQL: columns)
         FROM users u
         LEFT JOIN categories c ON c.user_id = u.id AND c.id = \(id) AND c.deleted_at IS NULL
         WHERE u.id = \(userID)
         """
-    }
-
-    static func single(_ rows: PostgresRows) throws -> Category {
-        guard let row = rows.first else {
-            throw PostgresError(kind: .server, message: "a write returned no row")
-        }
-        return try Category(row: row)
     }
 }

@@ -3,9 +3,8 @@ import Primitives
 extension LastWriteWins.Decision {
     /// Carries out a create or replace decision inside the write transaction (shared by
     /// categories and locations): `insert` and `overwrite` store the write at the decided time.
-    func applyWrite<Record: Sendable>(
-        stored: Record?, kind: String, conflict: (Record) -> RecordState,
-        insert: (Timestamp) throws -> Record, overwrite: (Timestamp) throws -> Record
+    func applyWrite<Record: StoredRecord>(
+        stored: Record?, insert: (Timestamp) throws -> Record, overwrite: (Timestamp) throws -> Record
     ) throws -> WriteOutcome<Record> {
         switch (self, stored) {
         case (.insert(let at), _):
@@ -15,26 +14,24 @@ extension LastWriteWins.Decision {
         case (.replay, let stored?), (.alreadyDeleted, let stored?):
             return .unchanged(stored)
         case (.conflict, let stored?):
-            throw LocifyError.conflict(conflict(stored))
+            throw LocifyError.conflict(stored.state)
         default:
-            throw LocifyError.notFound(kind)
+            throw LocifyError.notFound(Record.kind.name)
         }
     }
 
     /// Carries out a delete decision: `tombstone` deletes at the decided time; an already
     /// deleted record is returned as it is (idempotent). Returns the tombstone.
-    func applyDelete<Record: Sendable>(
-        stored: Record?, kind: String, conflict: (Record) -> RecordState, tombstone: (Timestamp) throws -> Record
-    ) throws -> Record {
+    func applyDelete<Record: StoredRecord>(stored: Record?, tombstone: (Timestamp) throws -> Record) throws -> Record {
         switch (self, stored) {
         case (.overwrite(let at), _):
             return try tombstone(at)
         case (.conflict, let stored?):
-            throw LocifyError.conflict(conflict(stored))
+            throw LocifyError.conflict(stored.state)
         case (_, let stored?):
             return stored
         default:
-            throw LocifyError.notFound(kind)
+            throw LocifyError.notFound(Record.kind.name)
         }
     }
 }

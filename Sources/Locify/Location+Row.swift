@@ -1,14 +1,14 @@
 import Postgres
 
-extension Location {
-    /// The columns `init(row:at:)` reads, in order, qualified by `alias`.
-    static func columns(_ alias: String) -> String {
-        "\(alias).id, \(alias).category_id, \(alias).name, \(alias).address, \(alias).description, "
-            + "\(alias).latitude, \(alias).longitude, \(alias).is_favorite, \(alias).image_urls, \(alias).version, "
-            + "\(alias).created_at, \(alias).updated_at, \(alias).deleted_at"
-    }
+extension Location: StoredRecord {
+    static let kind = RecordKind.location
 
-    /// Decodes the columns of `columns(_:)` starting at column `start`.
+    static let columnNames = [
+        "id", "category_id", "name", "address", "description", "latitude", "longitude", "is_favorite", "image_urls", "version",
+        "created_at", "updated_at", "deleted_at",
+    ]
+
+    /// Decodes the columns of `columnNames` starting at column `start`.
     init(row: PostgresRow, at start: Int = 0) throws(PostgresError) {
         self.init(
             id: try row.decode(start),
@@ -26,9 +26,7 @@ extension Location {
             deletedAt: try row.decode(start + 12))
     }
 
-    /// The record, or its tombstone when deleted.
-    var state: RecordState {
-        if let deletedAt { return .tombstone(.location, id: id, deletedAt: deletedAt) }
-        return .location(self)
-    }
+    var liveState: RecordState { .location(self) }
 }
+
+extension LocationDraft: RecordDraft {}

@@ -10,6 +10,9 @@ public struct LocationService: Sendable {
     /// Where deep pages of each listing start (see `listDeep`).
     let boundaries = PageBoundaries()
 
+    /// The reads and writes locations share with categories.
+    private var records: RecordService<LocationStore> { RecordService(pool: pool, now: now) }
+
     /// One page of the caller's live locations, filtered, searched and sorted as `query` says, with
     /// the exact total; deep pages start from a remembered boundary (`listDeep`).
     public func list(_ caller: Caller, _ query: LocationQuery) throws -> Page<Location> {
@@ -18,13 +21,7 @@ public struct LocationService: Sendable {
         }
         let read = { (connection: PostgresConnection) throws -> Page<Location> in
             try AccountGate.read(connection, caller, LocationStore.listQuery(userID: caller.userID, query), now: now) { rows in
-                var records: [Location] = []
-                records.reserveCapacity(rows.count)
-                for row in rows where !row.isNull(2) {
-                    records.append(try Location(row: row, at: 2))
-                }
-                let total: Int64 = try rows.first?.decode(1) ?? 0
-                return Page(records: records, totalCount: total, page: query.page.page, size: query.page.size)
+                try Page(rows: rows, recordsAt: 2, request: query.page)
             }
         }
         guard query.search != nil else { return try pool.withConnection(read) }
@@ -66,104 +63,32 @@ public struct LocationService: Sendable {
     ) throws -> (Page<Location>, PageBoundaries.Stamp) {
         try pool.withConnection { connection in
             try AccountGate.read(connection, caller, LocationStore.listQuery(userID: caller.userID, query, deep: deep), now: now) { rows in
-                var records: [Location] = []
-                records.reserveCapacity(rows.count)
-                for row in rows where !row.isNull(4) {
-                    records.append(try Location(row: row, at: 4))
-                }
                 let first = rows.first
                 let stamp = PageBoundaries.Stamp(changeSeq: try first?.decode(2) ?? -1, account: try first?.decode(3) ?? -1)
-                let total: Int64 = try first?.decode(1) ?? 0
-                return (Page(records: records, totalCount: total, page: query.page.page, size: query.page.size), stamp)
+                return (try Page(rows: rows, recordsAt: 4, request: query.page), stamp)
             }
         }
     }
 
     /// The caller's live location `id`; E007 when it is unknown, deleted or another user's.
     public func get(_ caller: Caller, id: UUID) throws -> Location {
-        let found = try pool.withConnection { connection in
-            try AccountGate.read(connection, caller, LocationStore.getQuery(userID: caller.userID, id: id), now: now) { rows in
-                try rows.first.flatMap { row throws(PostgresError) in row.isNull(1) ? nil : try Location(row: row, at: 1) }
-            }
-        }
-        guard let found else { throw LocifyError.notFound("location") }
-        return found
+        try records.get(caller, id: id)
     }
 
-    /// POST: creates the location, or upserts it under last-write-wins when the id exists.
+    /// POST: creates the location, or upserts it under last-write-wins when the id exists. The
+    /// category must be one of the user's live categories (E007 otherwise).
     public func create(_ caller: Caller, _ draft: LocationDraft) throws -> WriteOutcome<Location> {
-        try write(caller, draft, .create)
+        try records.write(caller, draft, .create)
     }
 
     /// PUT: replaces an existing location (or revives its tombstone when newer); unknown id E007.
     public func replace(_ caller: Caller, _ draft: LocationDraft) throws -> WriteOutcome<Location> {
-        try write(caller, draft, .replace)
-    }
-
-    private func write(_ caller: Caller, _ draft: LocationDraft, _ intent: LastWriteWins.Intent) throws -> WriteOutcome<Location> {
-        if intent == .create, let created = try createFast(caller, draft) { return .created(created) }
-        do {
-            return try writeInTransaction(caller, draft, intent)
-        } catch {
-            throw CategoryGuard.mapping(error)
-        }
-    }
-
-    private func writeInTransaction(
-        _ caller: Caller, _ draft: LocationDraft, _ intent: LastWriteWins.Intent
-    ) throws -> WriteOutcome<Location> {
-        try pool.withTransaction { connection in
-            let stamp = try AccountGate.beginWrite(connection, caller, now: now)
-            let stored = try LocationStore.find(connection, userID: caller.userID, id: draft.id)
-            let now = self.now()
-            let decision = LastWriteWins.decide(
-                intent, stored: stored?.clock, requested: draft.updatedAt,
-                sameContent: stored.map(draft.hasSameContent) ?? false, now: now)
-            // The category must be one of the user's live categories: the schema's trigger checks
-            // it in the same statement (SQLSTATE LC001, E007 through `CategoryGuard`).
-            return try decision.applyWrite(
-                stored: stored, kind: "location", conflict: \.state,
-                insert: { at in
-                    try LocationStore.insert(
-                        connection, userID: caller.userID, draft, at: at, createdAt: min(draft.createdAt ?? at, now), stamp: stamp)
-                },
-                overwrite: { at in
-                    try LocationStore.overwrite(connection, userID: caller.userID, draft, at: at, stamp: stamp)
-                })
-        }
-    }
-
-    /// The common case of a create, a new id, in one statement (see `LocationStore.insertIfNew`);
-    /// nil sends the write down the general path, which tells every other case apart.
-    private func createFast(_ caller: Caller, _ draft: LocationDraft) throws -> Location? {
-        let now = self.now()
-        guard case .insert(let at) = LastWriteWins.decide(.create, stored: nil, requested: draft.updatedAt, sameContent: false, now: now)
-        else { return nil }
-        do {
-            return try pool.withConnection { connection in
-                try LocationStore.insertIfNew(connection, caller, draft, at: at, createdAt: min(draft.createdAt ?? at, now))
-            }
-        } catch let error as PostgresError where error.sqlState == CategoryGuard.sqlState {
-            return nil
-        }
+        try records.write(caller, draft, .replace)
     }
 
     /// DELETE: tombstones the location (idempotent); returns the tombstone. Its images are left
     /// to the client (openapi.yaml).
     public func delete(_ caller: Caller, id: UUID, updatedAt: Timestamp?) throws -> Location {
-        try pool.withTransaction { connection in
-            let stamp = try AccountGate.beginWrite(connection, caller, now: now)
-            let stored = try LocationStore.find(connection, userID: caller.userID, id: id)
-            let decision = LastWriteWins.decide(
-                .delete, stored: stored?.clock, requested: updatedAt, sameContent: false, now: now())
-            return try decision.applyDelete(stored: stored, kind: "location", conflict: \.state) { at in
-                try LocationStore.tombstone(connection, userID: caller.userID, id: id, at: at, stamp: stamp)
-            }
-        }
+        try records.delete(caller, id: id, updatedAt: updatedAt)
     }
-}
-
-extension Location {
-    /// The last-write-wins clock of the stored record.
-    var clock: LastWriteWins.Stored { .init(updatedAt: updatedAt, isDeleted: deletedAt != nil) }
 }

@@ -4,87 +4,69 @@ import Primitives
 
 /// The SQL of locations. Write functions run inside a transaction that began with
 /// `AccountGate.beginWrite`, whose change stamp they put on every row they touch.
-enum LocationStore {
-    /// The stored record or tombstone, if the id was ever used by this user.
-    static func find(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Location? {
-        try connection.query(
-            "SELECT \(unsafeSQL: Location.columns("l")) FROM locations l WHERE l.user_id = \(userID) AND l.id = \(id)"
-        ).first.map { row throws(PostgresError) in try Location(row: row) }
+enum LocationStore: RecordTable {
+    typealias Draft = LocationDraft
+
+    /// Every statement's record columns, `Location.columns` under the alias `l`.
+    private static let columns = Location.columns("l")
+
+    static func findQuery(userID: String, id: UUID) -> PostgresQuery {
+        "SELECT \(unsafeSQL: columns) FROM locations l WHERE l.user_id = \(userID) AND l.id = \(id)"
     }
 
-    static func insert(
-        _ connection: PostgresConnection, userID: String, _ draft: LocationDraft, at: Timestamp,
-        createdAt: Timestamp, stamp: Int64
-    ) throws -> Location {
-        try single(
-            connection.query(
-                """
-                INSERT INTO locations AS l (user_id, id, category_id, name, name_key, address, description, search_text,
-                                            latitude, longitude, is_favorite, image_urls, version, created_at, updated_at,
-                                            change_seq, changed_at)
-                VALUES (\(userID), \(draft.id), \(draft.categoryID), \(draft.name), \(TextRules.sortKey(draft.name)),
-                        \(draft.address), \(draft.description), \(draft.searchText), \(draft.latitude), \(draft.longitude),
-                        \(draft.isFavorite), \(draft.imageURLs), 1, \(createdAt), \(at), \(stamp), clock_timestamp())
-                RETURNING \(unsafeSQL: Location.columns("l"))
-                """))
+    static func insertQuery(userID: String, _ draft: LocationDraft, at: Timestamp, createdAt: Timestamp, stamp: Int64) -> PostgresQuery {
+        """
+        INSERT INTO locations AS l (user_id, id, category_id, name, name_key, address, description, search_text,
+                                    latitude, longitude, is_favorite, image_urls, version, created_at, updated_at,
+                                    change_seq, changed_at)
+        VALUES (\(userID), \(draft.id), \(draft.categoryID), \(draft.name), \(TextRules.sortKey(draft.name)),
+                \(draft.address), \(draft.description), \(draft.searchText), \(draft.latitude), \(draft.longitude),
+                \(draft.isFavorite), \(draft.imageURLs), 1, \(createdAt), \(at), \(stamp), clock_timestamp())
+        RETURNING \(unsafeSQL: columns)
+        """
     }
 
-    /// The create fast path, one statement: takes the user's write lock and stamp (unless the
-    /// account is missing or the token revoked) and inserts the record when its id is new. Returns
-    /// nil when it inserted nothing; throws `CategoryGuard.sqlState` when the category is not live.
-    static func insertIfNew(
-        _ connection: PostgresConnection, _ caller: Caller, _ draft: LocationDraft, at: Timestamp, createdAt: Timestamp
-    ) throws -> Location? {
-        try connection.query(
-            """
-            WITH account AS (
-                UPDATE users SET change_seq = change_seq + 1
-                WHERE id = \(caller.userID) AND tokens_valid_after < \(caller.tokenIssuedAt)
-                RETURNING change_seq
-            )
-            INSERT INTO locations AS l (user_id, id, category_id, name, name_key, address, description, search_text,
-                                        latitude, longitude, is_favorite, image_urls, version, created_at, updated_at,
-                                        change_seq, changed_at)
-            SELECT \(caller.userID), \(draft.id), \(draft.categoryID), \(draft.name), \(TextRules.sortKey(draft.name)),
-                   \(draft.address), \(draft.description), \(draft.searchText), \(draft.latitude), \(draft.longitude),
-                   \(draft.isFavorite), \(draft.imageURLs), 1, \(createdAt), \(at), account.change_seq, clock_timestamp()
-            FROM account
-            ON CONFLICT (user_id, id) DO NOTHING
-            RETURNING \(unsafeSQL: Location.columns("l"))
-            """
-        ).first.map { row throws(PostgresError) in try Location(row: row) }
+    /// The create fast path of `RecordTable`; fails with `CategoryGuard.sqlState` when the
+    /// category is not live.
+    static func insertIfNewQuery(_ caller: Caller, _ draft: LocationDraft, at: Timestamp, createdAt: Timestamp) -> PostgresQuery {
+        """
+        WITH account AS (
+            UPDATE users SET change_seq = change_seq + 1
+            WHERE id = \(caller.userID) AND tokens_valid_after < \(caller.tokenIssuedAt)
+            RETURNING change_seq
+        )
+        INSERT INTO locations AS l (user_id, id, category_id, name, name_key, address, description, search_text,
+                                    latitude, longitude, is_favorite, image_urls, version, created_at, updated_at,
+                                    change_seq, changed_at)
+        SELECT \(caller.userID), \(draft.id), \(draft.categoryID), \(draft.name), \(TextRules.sortKey(draft.name)),
+               \(draft.address), \(draft.description), \(draft.searchText), \(draft.latitude), \(draft.longitude),
+               \(draft.isFavorite), \(draft.imageURLs), 1, \(createdAt), \(at), account.change_seq, clock_timestamp()
+        FROM account
+        ON CONFLICT (user_id, id) DO NOTHING
+        RETURNING \(unsafeSQL: columns)
+        """
     }
 
-    /// Replaces the editable fields (and revives a tombstone): version + 1.
-    static func overwrite(
-        _ connection: PostgresConnection, userID: String, _ draft: LocationDraft, at: Timestamp, stamp: Int64
-    ) throws -> Location {
-        try single(
-            connection.query(
-                """
-                UPDATE locations l SET category_id = \(draft.categoryID), name = \(draft.name),
-                       name_key = \(TextRules.sortKey(draft.name)), address = \(draft.address),
-                       description = \(draft.description), search_text = \(draft.searchText),
-                       latitude = \(draft.latitude), longitude = \(draft.longitude), is_favorite = \(draft.isFavorite),
-                       image_urls = \(draft.imageURLs), version = version + 1, updated_at = \(at), deleted_at = NULL,
-                       change_seq = \(stamp), changed_at = clock_timestamp()
-                WHERE l.user_id = \(userID) AND l.id = \(draft.id)
-                RETURNING \(unsafeSQL: Location.columns("l"))
-                """))
+    static func overwriteQuery(userID: String, _ draft: LocationDraft, at: Timestamp, stamp: Int64) -> PostgresQuery {
+        """
+        UPDATE locations l SET category_id = \(draft.categoryID), name = \(draft.name),
+               name_key = \(TextRules.sortKey(draft.name)), address = \(draft.address),
+               description = \(draft.description), search_text = \(draft.searchText),
+               latitude = \(draft.latitude), longitude = \(draft.longitude), is_favorite = \(draft.isFavorite),
+               image_urls = \(draft.imageURLs), version = version + 1, updated_at = \(at), deleted_at = NULL,
+               change_seq = \(stamp), changed_at = clock_timestamp()
+        WHERE l.user_id = \(userID) AND l.id = \(draft.id)
+        RETURNING \(unsafeSQL: columns)
+        """
     }
 
-    /// Turns the record into a tombstone deleted at `at`: version + 1.
-    static func tombstone(
-        _ connection: PostgresConnection, userID: String, id: UUID, at: Timestamp, stamp: Int64
-    ) throws -> Location {
-        try single(
-            connection.query(
-                """
-                UPDATE locations l SET deleted_at = \(at), updated_at = \(at), version = version + 1,
-                       change_seq = \(stamp), changed_at = clock_timestamp()
-                WHERE l.user_id = \(userID) AND l.id = \(id)
-                RETURNING \(unsafeSQL: Location.columns("l"))
-                """))
+    static func tombstoneQuery(userID: String, id: UUID, at: Timestamp, stamp: Int64) -> PostgresQuery {
+        """
+        UPDATE locations l SET deleted_at = \(at), updated_at = \(at), version = version + 1,
+               change_seq = \(stamp), changed_at = clock_timestamp()
+        WHERE l.user_id = \(userID) AND l.id = \(id)
+        RETURNING \(unsafeSQL: columns)
+        """
     }
 
     /// Moves every live location of a deleted category to `target`, each stamped with the later of
@@ -185,7 +167,7 @@ enum LocationStore {
         // or the sort's index finds the page sooner.
         let pageUser = search != nil ? "$1" : "u.id"
         let sql = """
-            SELECT u.tokens_valid_after, \(totalExpression(query, filters: filters)), \(stampColumns)\(Location.columns("l"))
+            SELECT u.tokens_valid_after, \(totalExpression(query, filters: filters)), \(stampColumns)\(columns)
             FROM users u
             LEFT JOIN LATERAL (
                 SELECT loc.* FROM (
@@ -245,21 +227,13 @@ enum LocationStore {
         return pattern
     }
 
-    /// One live location; first column as in `listQuery`.
     static func getQuery(userID: String, id: UUID) -> PostgresQuery {
         """
-        SELECT u.tokens_valid_after, \(unsafeSQL: Location.columns("l"))
+        SELECT u.tokens_valid_after, \(unsafeSQL: columns)
         FROM users u
         LEFT JOIN locations l ON l.user_id = u.id AND l.id = \(id) AND l.deleted_at IS NULL
         WHERE u.id = \(userID)
         """
-    }
-
-    static func single(_ rows: PostgresRows) throws -> Location {
-        guard let row = rows.first else {
-            throw PostgresError(kind: .server, message: "a write returned no row")
-        }
-        return try Location(row: row)
     }
 }
 

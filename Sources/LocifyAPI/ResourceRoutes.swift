@@ -15,76 +15,48 @@ struct ResourceRoutes: Sendable {
     static let maxSearchLength = 255
 
     func register(in router: inout Router<Route>) {
-        let categories = services.categories
-        let locations = services.locations
-        let cleanupQueued = self.cleanupQueued
-        router.addAuthenticated(.GET, "/v1/categories") { request in
-            let pageRequest = try decoding { try request.query.pageRequest() }
-            let page = try categories.list(request.caller, pageRequest)
-            return .json(capacity: 128 + 320 * page.records.count) { writer in
-                writer.page(page) { writer, category in writer.category(category, userID: request.userID) }
-            }
-        }
-        router.addAuthenticated(.GET, "/v1/categories/{id}") { request in
-            let id = try decoding { try request.parameters.id() }
-            let category = try categories.get(request.caller, id: id)
-            return .json { $0.category(category, userID: request.userID) }
-        }
-        router.addAuthenticated(.POST, "/v1/categories") { request in
-            let draft = try decoding { try CategoryDraft(json: request.request.jsonBody(), userID: request.userID) }
-            let outcome = try categories.create(request.caller, draft)
-            return .json(outcome.status) { $0.category(outcome.record, userID: request.userID) }
-        }
-        let replaceCategory: @Sendable (AuthenticatedRequest, UUID?) throws -> HTTPResponse = { request, pathID in
-            let draft = try decoding { try CategoryDraft(json: request.request.jsonBody(), userID: request.userID, pathID: pathID) }
-            let outcome = try categories.replace(request.caller, draft)
-            return .json(outcome.status) { $0.category(outcome.record, userID: request.userID) }
-        }
-        router.addAuthenticated(.PUT, "/v1/categories") { try replaceCategory($0, nil) }
-        router.addAuthenticated(.PUT, "/v1/categories/{id}") { request in
-            try replaceCategory(request, decoding { try request.parameters.id() })
-        }
-        router.addAuthenticated(.DELETE, "/v1/categories/{id}") { request in
-            let (id, options) = try decoding {
-                (try request.parameters.id(), try DeleteOptions(body: request.request.optionalJSONBody(), query: request.request.queryItems))
-            }
-            _ = try categories.delete(
-                request.caller, id: id, updatedAt: options.updatedAt, reassignTo: options.reassignCategoryID)
-            cleanupQueued()
-            return .noContent
-        }
+        Self.register(services.categories, at: "/v1/categories", in: &router, afterDelete: cleanupQueued)
+        Self.register(services.locations, at: "/v1/locations", in: &router)
+    }
 
-        router.addAuthenticated(.GET, "/v1/locations") { request in
-            let query = try decoding { try Self.locationQuery(request.query) }
-            let page = try locations.list(request.caller, query)
-            return .json(capacity: 128 + 480 * page.records.count) { writer in
-                writer.page(page) { writer, location in writer.location(location, userID: request.userID) }
+    /// GET (list and one), POST, PUT (with and without the id in the path) and DELETE of one
+    /// collection at `path`; `afterDelete` runs once a delete committed.
+    static func register<Resource: RecordResource>(
+        _ resource: Resource, at path: String, in router: inout Router<Route>, afterDelete: (@Sendable () -> Void)? = nil
+    ) {
+        let one = path + "/{id}"
+        router.addAuthenticated(.GET, path) { request in
+            let query = try decoding { try Resource.listQuery(request.query) }
+            let page = try resource.list(request.caller, query)
+            return .json(capacity: 128 + Resource.listBytesPerRecord * page.records.count) { writer in
+                writer.page(page) { writer, record in Resource.encode(record, userID: request.userID, to: &writer) }
             }
         }
-        router.addAuthenticated(.GET, "/v1/locations/{id}") { request in
+        router.addAuthenticated(.GET, one) { request in
             let id = try decoding { try request.parameters.id() }
-            let location = try locations.get(request.caller, id: id)
-            return .json { $0.location(location, userID: request.userID) }
+            let record = try resource.get(request.caller, id: id)
+            return .json { Resource.encode(record, userID: request.userID, to: &$0) }
         }
-        router.addAuthenticated(.POST, "/v1/locations") { request in
-            let draft = try decoding { try LocationDraft(json: request.request.jsonBody(), userID: request.userID) }
-            let outcome = try locations.create(request.caller, draft)
-            return .json(outcome.status) { $0.location(outcome.record, userID: request.userID) }
+        router.addAuthenticated(.POST, path) { request in
+            let draft = try decoding { try Resource.draft(json: request.request.jsonBody(), userID: request.userID, pathID: nil) }
+            let outcome = try resource.create(request.caller, draft)
+            return .json(outcome.status) { Resource.encode(outcome.record, userID: request.userID, to: &$0) }
         }
-        let replaceLocation: @Sendable (AuthenticatedRequest, UUID?) throws -> HTTPResponse = { request, pathID in
-            let draft = try decoding { try LocationDraft(json: request.request.jsonBody(), userID: request.userID, pathID: pathID) }
-            let outcome = try locations.replace(request.caller, draft)
-            return .json(outcome.status) { $0.location(outcome.record, userID: request.userID) }
+        let replace: @Sendable (AuthenticatedRequest, UUID?) throws -> HTTPResponse = { request, pathID in
+            let draft = try decoding { try Resource.draft(json: request.request.jsonBody(), userID: request.userID, pathID: pathID) }
+            let outcome = try resource.replace(request.caller, draft)
+            return .json(outcome.status) { Resource.encode(outcome.record, userID: request.userID, to: &$0) }
         }
-        router.addAuthenticated(.PUT, "/v1/locations") { try replaceLocation($0, nil) }
-        router.addAuthenticated(.PUT, "/v1/locations/{id}") { request in
-            try replaceLocation(request, decoding { try request.parameters.id() })
+        router.addAuthenticated(.PUT, path) { try replace($0, nil) }
+        router.addAuthenticated(.PUT, one) { request in
+            try replace(request, decoding { try request.parameters.id() })
         }
-        router.addAuthenticated(.DELETE, "/v1/locations/{id}") { request in
+        router.addAuthenticated(.DELETE, one) { request in
             let (id, options) = try decoding {
                 (try request.parameters.id(), try DeleteOptions(body: request.request.optionalJSONBody(), query: request.request.queryItems))
             }
-            _ = try locations.delete(request.caller, id: id, updatedAt: options.updatedAt)
+            try resource.delete(request.caller, id: id, options: options)
+            afterDelete?()
             return .noContent
         }
     }

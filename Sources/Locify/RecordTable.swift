@@ -1,0 +1,83 @@
+import Foundation
+import Postgres
+
+/// The SQL of one synced record table (`CategoryStore`, `LocationStore`): the statements of the
+/// reads and last-write-wins writes both tables share, each table with its own SQL text. Every
+/// statement returns the record's columns (`StoredRecord.columns`) where it says it returns the
+/// record. The functions of the extension run them; `RecordService` calls those.
+protocol RecordTable {
+    /// The validated write the table stores.
+    associatedtype Draft: RecordDraft
+    /// The row the table's statements return.
+    typealias Record = Draft.Record
+
+    /// The record or tombstone stored under `id`, if the user ever used that id.
+    static func findQuery(userID: String, id: UUID) -> PostgresQuery
+
+    /// Inserts the draft as a new record, version 1, stamped `stamp`; returns the record.
+    static func insertQuery(userID: String, _ draft: Draft, at: Timestamp, createdAt: Timestamp, stamp: Int64) -> PostgresQuery
+
+    /// The create fast path, one statement: takes the user's write lock and stamp (unless the
+    /// account is missing or the token revoked) and inserts the record when its id is new;
+    /// returns the record, or no row when it inserted nothing.
+    static func insertIfNewQuery(_ caller: Caller, _ draft: Draft, at: Timestamp, createdAt: Timestamp) -> PostgresQuery
+
+    /// Replaces the editable fields (and revives a tombstone), version + 1; returns the record.
+    static func overwriteQuery(userID: String, _ draft: Draft, at: Timestamp, stamp: Int64) -> PostgresQuery
+
+    /// Turns the record into a tombstone deleted at `at`, version + 1; returns the tombstone.
+    static func tombstoneQuery(userID: String, id: UUID, at: Timestamp, stamp: Int64) -> PostgresQuery
+
+    /// One live record; the first column is the account gate's `tokens_valid_after`, then the
+    /// record's columns (NULL when there is no such live record).
+    static func getQuery(userID: String, id: UUID) -> PostgresQuery
+}
+
+/// The statements of `RecordTable`, run. Write functions run inside a transaction that began with
+/// `AccountGate.beginWrite`, whose change stamp they put on every row they touch.
+extension RecordTable {
+    /// The stored record or tombstone, if the id was ever used by this user.
+    static func find(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Record? {
+        try connection.query(findQuery(userID: userID, id: id)).first.map { row throws(PostgresError) in try Record(row: row, at: 0) }
+    }
+
+    /// Inserts a new record: version 1.
+    static func insert(
+        _ connection: PostgresConnection, userID: String, _ draft: Draft, at: Timestamp, createdAt: Timestamp, stamp: Int64
+    ) throws -> Record {
+        try Record.single(connection.query(insertQuery(userID: userID, draft, at: at, createdAt: createdAt, stamp: stamp)))
+    }
+
+    /// The create fast path (`insertIfNewQuery`); nil when it inserted nothing.
+    static func insertIfNew(
+        _ connection: PostgresConnection, _ caller: Caller, _ draft: Draft, at: Timestamp, createdAt: Timestamp
+    ) throws -> Record? {
+        try connection.query(insertIfNewQuery(caller, draft, at: at, createdAt: createdAt)).first.map { row throws(PostgresError) in
+            try Record(row: row, at: 0)
+        }
+    }
+
+    /// Replaces the editable fields (and revives a tombstone): version + 1.
+    static func overwrite(_ connection: PostgresConnection, userID: String, _ draft: Draft, at: Timestamp, stamp: Int64) throws -> Record {
+        try Record.single(connection.query(overwriteQuery(userID: userID, draft, at: at, stamp: stamp)))
+    }
+
+    /// Turns the record into a tombstone deleted at `at`: version + 1.
+    static func tombstone(_ connection: PostgresConnection, userID: String, id: UUID, at: Timestamp, stamp: Int64) throws -> Record {
+        try Record.single(connection.query(tombstoneQuery(userID: userID, id: id, at: at, stamp: stamp)))
+    }
+}
+
+extension Page where Record: StoredRecord {
+    /// The page a listing statement read: the total in the second column of the first row, the
+    /// records' columns from column `start` on (NULL in the one row of an empty page).
+    init(rows: PostgresRows, recordsAt start: Int, request: PageRequest) throws {
+        var records: [Record] = []
+        records.reserveCapacity(rows.count)
+        for row in rows where !row.isNull(start) {
+            records.append(try Record(row: row, at: start))
+        }
+        let total: Int64 = try rows.first?.decode(1) ?? 0
+        self.init(records: records, totalCount: total, page: request.page, size: request.size)
+    }
+}

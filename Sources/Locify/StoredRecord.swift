@@ -1,0 +1,69 @@
+import Foundation
+import Postgres
+
+/// A row of one of the synced tables (categories, locations) as the store reads it: what the
+/// code shared by both tables needs of `Category` and `Location`.
+protocol StoredRecord: Sendable {
+    /// The kind of record (the tombstone's `type`, the noun of E007).
+    static var kind: RecordKind { get }
+    /// The table's columns `init(row:at:)` reads, in order.
+    static var columnNames: [String] { get }
+    /// Decodes the columns of `columnNames` starting at column `start`.
+    init(row: PostgresRow, at start: Int) throws(PostgresError)
+
+    /// The client-chosen id.
+    var id: UUID { get }
+    /// The last write's time.
+    var updatedAt: Timestamp { get }
+    /// When it was deleted; nil for a live record.
+    var deletedAt: Timestamp? { get }
+    /// The record as a live `RecordState` (`state` gives the tombstone instead when deleted).
+    var liveState: RecordState { get }
+}
+
+extension StoredRecord {
+    /// The columns `init(row:at:)` reads, in order, qualified by `alias`.
+    static func columns(_ alias: String) -> String {
+        var list = ""
+        for name in columnNames {
+            if !list.isEmpty { list += ", " }
+            list += alias
+            list += "."
+            list += name
+        }
+        return list
+    }
+
+    /// The one record a write statement returned (`RETURNING` the columns).
+    static func single(_ rows: PostgresRows) throws -> Self {
+        guard let row = rows.first else {
+            throw PostgresError(kind: .server, message: "a write returned no row")
+        }
+        return try Self(row: row, at: 0)
+    }
+
+    /// The record, or its tombstone when deleted.
+    var state: RecordState {
+        if let deletedAt { return .tombstone(Self.kind, id: id, deletedAt: deletedAt) }
+        return liveState
+    }
+
+    /// The last-write-wins clock of the stored record.
+    var clock: LastWriteWins.Stored { .init(updatedAt: updatedAt, isDeleted: deletedAt != nil) }
+}
+
+/// A validated write of a synced record: what the shared last-write-wins code reads of
+/// `CategoryDraft` and `LocationDraft`.
+protocol RecordDraft: Sendable {
+    /// The record the draft writes.
+    associatedtype Record: StoredRecord
+
+    /// The client-chosen id.
+    var id: UUID { get }
+    /// Sent `created_at` (create only), not yet clamped.
+    var createdAt: Timestamp? { get }
+    /// Sent `updated_at`, not yet clamped.
+    var updatedAt: Timestamp? { get }
+    /// Whether this write carries the same editable content as `stored` (idempotent replay test).
+    func hasSameContent(as stored: Record) -> Bool
+}

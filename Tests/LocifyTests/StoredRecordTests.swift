@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+
+@testable import Locify
+
+@Suite("Stored records: the column lists and states categories and locations share")
+struct StoredRecordTests {
+    let id = UUID(uuidString: "6F1C2A4E-0B7D-4C3A-9E5F-1A2B3C4D5E6F") ?? UUID()
+    let at = Timestamp(milliseconds: 1_748_733_300_123)
+
+    var category: Category {
+        Category(id: id, name: "Cafés", icon: nil, locationCount: 2, version: 3, createdAt: at, updatedAt: at, deletedAt: nil)
+    }
+
+    var location: Location {
+        Location(
+            id: id, categoryID: id, name: "Home", address: nil, description: nil, latitude: 1, longitude: 2, isFavorite: false,
+            imageURLs: [], version: 1, createdAt: at, updatedAt: at, deletedAt: nil)
+    }
+
+    @Test("a category's columns are every column its row decoding reads, in order, under the alias")
+    func categoryColumns() {
+        #expect(
+            Category.columns("c")
+                == "c.id, c.name, c.icon, c.location_count, c.version, c.created_at, c.updated_at, c.deleted_at")
+    }
+
+    @Test("a location's columns are every column its row decoding reads, in order, under the alias")
+    func locationColumns() {
+        #expect(
+            Location.columns("l")
+                == "l.id, l.category_id, l.name, l.address, l.description, l.latitude, l.longitude, l.is_favorite, "
+                + "l.image_urls, l.version, l.created_at, l.updated_at, l.deleted_at")
+    }
+
+    @Test("a live record's state is the record; a deleted one's is a tombstone of its kind, id and deletion time")
+    func states() {
+        #expect(category.state == .category(category))
+        #expect(location.state == .location(location))
+        var deletedCategory = category
+        deletedCategory.deletedAt = at.adding(milliseconds: 5)
+        #expect(deletedCategory.state == .tombstone(.category, id: id, deletedAt: at.adding(milliseconds: 5)))
+        var deletedLocation = location
+        deletedLocation.deletedAt = at
+        #expect(deletedLocation.state == .tombstone(.location, id: id, deletedAt: at))
+    }
+
+    @Test("the last-write-wins clock is the record's updated_at and whether it is deleted")
+    func clock() {
+        #expect(category.clock == LastWriteWins.Stored(updatedAt: at, isDeleted: false))
+        var deleted = location
+        deleted.deletedAt = at
+        #expect(deleted.clock == LastWriteWins.Stored(updatedAt: at, isDeleted: true))
+    }
+}

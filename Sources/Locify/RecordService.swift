@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Primitives
 
 /// The reads and last-write-wins writes categories and locations share, over the SQL of one
 /// `RecordTable`. `CategoryService` and `LocationService` hold one each and add what only their

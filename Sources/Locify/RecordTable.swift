@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Primitives
 
 /// The SQL of one synced record table (`CategoryStore`, `LocationStore`): the statements of the
 /// reads and last-write-wins writes both tables share, each table with its own SQL text. Every

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Primitives
 
 /// A row of one of the synced tables (categories, locations) as the store reads it: what the
 /// code shared by both tables needs of `Category` and `Location`.

@@ -31,7 +31,7 @@ extension Array: PostgresEncodable where Element: PostgresEncodable & PostgresAr
 extension Array: PostgresDecodable where Element: PostgresDecodable & PostgresArrayElement {
     /// The element type's accepted array types.
     public static func acceptsPostgresType(_ type: PostgresDataType) -> Bool {
-        Element.postgresAcceptedArrayTypes.contains(type)
+        Element.acceptsPostgresArrayType(type)
     }
 
     /// Decodes a one-dimensional array (or an empty one); multi-dimensional arrays and NULL
@@ -78,5 +78,5 @@ extension Optional: PostgresArrayElement where Wrapped: PostgresArrayElement {
     /// The wrapped type's array type, so `[String?]` decodes arrays holding NULLs.
     public static var postgresArrayDataType: PostgresDataType { Wrapped.postgresArrayDataType }
     /// The wrapped type's accepted array types.
-    public static var postgresAcceptedArrayTypes: Set<PostgresDataType> { Wrapped.postgresAcceptedArrayTypes }
+    public static func acceptsPostgresArrayType(_ type: PostgresDataType) -> Bool { Wrapped.acceptsPostgresArrayType(type) }
 }

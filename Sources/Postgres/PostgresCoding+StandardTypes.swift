@@ -11,8 +11,8 @@ extension String: PostgresEncodable, PostgresDecodable, PostgresArrayElement {
     /// `[String]` binds as `text[]`.
     public static var postgresArrayDataType: PostgresDataType { .textArray }
     /// `[String]` decodes from `text[]`, `varchar[]`, `bpchar[]` and `name[]`.
-    public static var postgresAcceptedArrayTypes: Set<PostgresDataType> {
-        [.textArray, .varcharArray, .bpcharArray, PostgresDataType(rawValue: 1003)]
+    public static func acceptsPostgresArrayType(_ type: PostgresDataType) -> Bool {
+        type == .textArray || type == .varcharArray || type == .bpcharArray || type == PostgresDataType(rawValue: 1003)
     }
 
     /// Appends the UTF-8 bytes.

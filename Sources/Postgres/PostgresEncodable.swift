@@ -13,13 +13,14 @@ public protocol PostgresEncodable: Sendable {
 public protocol PostgresArrayElement {
     /// The array type sent when binding `[Self]`, e.g. `text[]` for `String`.
     static var postgresArrayDataType: PostgresDataType { get }
-    /// The array column types `[Self]` decodes from; by default only `postgresArrayDataType`.
-    static var postgresAcceptedArrayTypes: Set<PostgresDataType> { get }
+    /// Whether `[Self]` decodes from an array column of `type`; by default only
+    /// `postgresArrayDataType`. A function, not a set: it runs for every array column decoded.
+    static func acceptsPostgresArrayType(_ type: PostgresDataType) -> Bool
 }
 
 extension PostgresArrayElement {
     /// Only the array type this element binds as.
-    public static var postgresAcceptedArrayTypes: Set<PostgresDataType> { [postgresArrayDataType] }
+    public static func acceptsPostgresArrayType(_ type: PostgresDataType) -> Bool { type == postgresArrayDataType }
 }
 
 extension [UInt8] {

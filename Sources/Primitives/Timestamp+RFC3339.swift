@@ -16,6 +16,40 @@ extension Timestamp {
     public func appendRFC3339(to bytes: inout [UInt8]) {
         let (days, msOfDay) = Timestamp.floorDivide(milliseconds, 86_400_000)
         let (year, month, day) = Timestamp.civilDate(fromDaysSinceEpoch: days)
+        guard (0...9999).contains(year) else {
+            Timestamp.appendOutOfRange(year: year, month: month, day: day, msOfDay: msOfDay, to: &bytes)
+            return
+        }
+        // The common case in one append (it runs for every timestamp of every response): the 24
+        // bytes are written into a stack buffer first.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
+            func put(_ value: Int64, digits: Int, at offset: Int) {
+                var rest = value
+                for index in stride(from: offset + digits - 1, through: offset, by: -1) {
+                    text[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                    rest /= 10
+                }
+            }
+            put(year, digits: 4, at: 0)
+            text[4] = UInt8(ascii: "-")
+            put(month, digits: 2, at: 5)
+            text[7] = UInt8(ascii: "-")
+            put(day, digits: 2, at: 8)
+            text[10] = UInt8(ascii: "T")
+            put(msOfDay / 3_600_000, digits: 2, at: 11)
+            text[13] = UInt8(ascii: ":")
+            put(msOfDay / 60_000 % 60, digits: 2, at: 14)
+            text[16] = UInt8(ascii: ":")
+            put(msOfDay / 1000 % 60, digits: 2, at: 17)
+            text[19] = UInt8(ascii: ".")
+            put(msOfDay % 1000, digits: 3, at: 20)
+            text[23] = UInt8(ascii: "Z")
+            bytes.append(contentsOf: UnsafeBufferPointer(text))
+        }
+    }
+
+    /// Years outside 0000-9999: more year digits or a leading `-`.
+    private static func appendOutOfRange(year: Int64, month: Int64, day: Int64, msOfDay: Int64, to bytes: inout [UInt8]) {
         if year < 0 { bytes.append(UInt8(ascii: "-")) }
         Timestamp.appendDigits(year.magnitude, count: 4, to: &bytes)
         bytes.append(UInt8(ascii: "-"))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @testable import Locify
 
@@ -27,6 +28,21 @@ struct UUIDTests {
         ])
     func refusesMalformed(_ text: String) {
         #expect(UUID(apiString: text) == nil)
+    }
+
+    @Test("the text form is Foundation's, lower-cased, for every digit value and appends after what is there")
+    func textForm() {
+        var generator = SeededGenerator(seed: 16)
+        for _ in 0..<200 {
+            var bytes = [UInt8](repeating: 0, count: 16)
+            for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255, using: &generator) }
+            let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                                   bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+            #expect(uuid.lowercasedString == uuid.uuidString.lowercased())
+            var text = Array("id=".utf8)
+            uuid.appendLowercased(to: &text)
+            #expect(String(decoding: text, as: UTF8.self) == "id=" + uuid.uuidString.lowercased())
+        }
     }
 
     @Test("default category ids are the UUIDv5 of openapi.yaml")

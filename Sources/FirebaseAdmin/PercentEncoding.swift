@@ -5,7 +5,6 @@ public enum PercentEncoding {
     /// Encodes everything but the unreserved characters (`A-Z a-z 0-9 - . _ ~`), so the result is
     /// safe as ONE path segment or one query value (`/` becomes `%2F`, space `%20`).
     public static func encodeComponent(_ text: String) -> String {
-        let hex: [UInt8] = Array("0123456789ABCDEF".utf8)
         var output: [UInt8] = []
         output.reserveCapacity(text.utf8.count)
         for byte in text.utf8 {
@@ -14,8 +13,8 @@ public enum PercentEncoding {
                 output.append(byte)
             default:
                 output.append(0x25)
-                output.append(hex[Int(byte >> 4)])
-                output.append(hex[Int(byte & 0x0F)])
+                output.append(HexDigit.uppercase(byte >> 4))
+                output.append(HexDigit.uppercase(byte))
             }
         }
         return String(decoding: output, as: UTF8.self)

@@ -1,3 +1,5 @@
+import Primitives
+
 /// A streaming JSON encoder that appends UTF-8 bytes, inserting commas itself.
 ///
 /// Call `beginObject`/`key`/value/`endObject` (or the closure forms) in document order; the
@@ -209,8 +211,6 @@ public struct JSONWriter: Sendable {
         bytes.append(contentsOf: text.utf8)
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
     private mutating func appendQuoted(_ text: String) {
         bytes.append(0x22)
         var text = text
@@ -236,8 +236,8 @@ public struct JSONWriter: Sendable {
                 case 0x0C: bytes.append(contentsOf: [0x5C, 0x66])
                 default:
                     bytes.append(contentsOf: [0x5C, 0x75, 0x30, 0x30])
-                    bytes.append(Self.hexDigits[Int(byte >> 4)])
-                    bytes.append(Self.hexDigits[Int(byte & 0x0F)])
+                    bytes.append(HexDigit.lowercase(byte >> 4))
+                    bytes.append(HexDigit.lowercase(byte))
                 }
                 index += 1
                 runStart = index

@@ -50,17 +50,12 @@ extension UUID {
                         text[offset] = UInt8(ascii: "-")
                         offset += 1
                     }
-                    text[offset] = UUID.hexDigit(raw[index] >> 4)
-                    text[offset + 1] = UUID.hexDigit(raw[index] & 0x0F)
+                    text[offset] = HexDigit.lowercase(raw[index] >> 4)
+                    text[offset + 1] = HexDigit.lowercase(raw[index])
                     offset += 2
                 }
                 bytes.append(contentsOf: UnsafeBufferPointer(text))
             }
         }
-    }
-
-    /// The lower-case hexadecimal digit of a value 0-15.
-    private static func hexDigit(_ value: UInt8) -> UInt8 {
-        value < 10 ? UInt8(ascii: "0") &+ value : UInt8(ascii: "a") &+ (value &- 10)
     }
 }

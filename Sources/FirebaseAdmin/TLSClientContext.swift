@@ -97,6 +97,7 @@ final class TLSStream: TransportStream {
         do {
             _ = try stream.perform { SSL_connect($0) }
         } catch {
+            if error.isTimeout { throw error }
             let verification = SSL_get_verify_result(ssl)
             if verification != Int(X509_V_OK) {
                 throw TransportError("TLS handshake failed: certificate verify failed: \(String(cString: X509_verify_cert_error_string(verification)))")

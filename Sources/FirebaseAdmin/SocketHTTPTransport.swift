@@ -29,7 +29,8 @@ public struct SocketHTTPTransport: HTTPTransport {
     public func send(_ request: TransportRequest) throws -> TransportResponse {
         let seconds = request.timeout ?? timeout
         guard seconds.isFinite, seconds > 0 else { throw TransportError("invalid timeout") }
-        let deadline = ContinuousClock.now + .seconds(seconds)
+        // At most a day, so the Duration cannot overflow.
+        let deadline = ContinuousClock.now + .seconds(min(seconds, 86_400))
         let url = try TransportURL(request.url)
         let head = try Self.requestHead(request, url: url)
         let socket = try TransportSocket.connect(host: url.host, port: url.port, deadline: deadline)

@@ -54,11 +54,13 @@ final class TransportSocket: TransportStream {
                 lastError = String(cString: strerror(errno))
                 continue
             }
+            let connected = Glibc.connect(descriptor, current.pointee.ai_addr, current.pointee.ai_addrlen) == 0
+            let connectError = errno
             // Owned from here: closed by deinit whichever way this iteration ends.
             let connection = TransportSocket(descriptor: descriptor, deadline: deadline)
-            if Glibc.connect(descriptor, current.pointee.ai_addr, current.pointee.ai_addrlen) == 0 { return connection }
-            guard errno == EINPROGRESS else {
-                lastError = String(cString: strerror(errno))
+            if connected { return connection }
+            guard connectError == EINPROGRESS else {
+                lastError = String(cString: strerror(connectError))
                 continue
             }
             try connection.wait(for: Int16(POLLOUT))

@@ -233,7 +233,7 @@ struct SocketHTTPTransportTests {
         #expect(throws: TransportError.self) { try transport.send(TransportRequest(method: "GET /x", url: "http://127.0.0.1:1/")) }
     }
 
-    @Test("an IPv6 literal host is reached and named in Host with brackets; a URL without a path asks for /")
+    @Test("a URL without a path asks for /; an IPv6 literal is connected to (refused here: nothing listens)")
     func ipv6AndDefaults() throws {
         let server = try OneShotHTTPServer(response: "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
         _ = try SocketHTTPTransport(timeout: 10).send(TransportRequest(method: "GET", url: "HTTP://127.0.0.1:\(server.port)?q=1"))

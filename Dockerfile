@@ -1,6 +1,6 @@
 # locify-server in two stages: the Swift 6 toolchain image builds the release binary (the Swift
 # runtime linked in statically), a slim Debian image runs it as a non-root user with the shared
-# libraries it needs (libpq5, libssl3 for libcrypto, libcurl4 for Foundation's networking), the SQL
+# libraries it needs (libpq5, libssl3 for libssl and libcrypto), the SQL
 # migrations it applies at start and the openapi.yaml it serves.
 #
 #   docker build -t locify-server .
@@ -8,10 +8,9 @@
 
 # ---- build ------------------------------------------------------------------------------------
 FROM swift:6.3-bookworm AS build
-# The system libraries the CLibPQ and CLibCrypto targets link (found through pkg-config), and
-# libcurl's, which the statically linked FoundationNetworking needs at link time.
+# The system libraries the CLibPQ, CLibCrypto and CLibSSL targets link (found through pkg-config).
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libpq-dev libssl-dev libcurl4-openssl-dev pkg-config \
+    && apt-get install -y --no-install-recommends libpq-dev libssl-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Dependencies first, so editing the sources does not refetch them: the manifest and the pins are
@@ -29,7 +28,7 @@ RUN swift build -c release --static-swift-stdlib --product locify-server --force
 # ---- run ----------------------------------------------------------------------------------------
 FROM debian:bookworm-slim
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libpq5 libssl3 libcurl4 libstdc++6 ca-certificates tzdata \
+    && apt-get install -y --no-install-recommends libpq5 libssl3 libstdc++6 ca-certificates tzdata \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --user-group --home-dir /app --no-create-home locify
 WORKDIR /app

@@ -31,6 +31,12 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // libssl, for the TLS of FirebaseAdmin's own HTTPS client (SocketHTTPTransport).
+        .systemLibrary(
+            name: "CLibSSL",
+            pkgConfig: "libssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .systemLibrary(name: "CLinux"),
         // The primitives several targets share (the millisecond `Timestamp`, Duration conversions,
         // hex digits, the control-character rule, base64url): a leaf on the standard library.
@@ -52,7 +58,7 @@ let package = Package(
         ),
         .target(
             name: "FirebaseAdmin",
-            dependencies: ["CLibCrypto", "JSON", "Primitives", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CLibCrypto", "CLibSSL", "JSON", "Primitives", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .target(

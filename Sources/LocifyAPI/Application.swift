@@ -9,7 +9,7 @@ import Primitives
 /// What tests (and only tests) replace when building the application.
 public struct ApplicationDependencies: Sendable {
     /// How Google is reached (certificates, OAuth, Storage, Identity Toolkit).
-    public var googleTransport: any HTTPTransport = URLSessionTransport()
+    public var googleTransport: any HTTPTransport = SocketHTTPTransport()
     /// Timing of the clean-up worker.
     public var cleanupSettings = CleanupWorker.Settings()
     /// The server clock for records.

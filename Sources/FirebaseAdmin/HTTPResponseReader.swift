@@ -1,3 +1,5 @@
+import Primitives
+
 /// Reads one HTTP/1.1 response from a `TransportStream` (RFC 9112): the status line and header
 /// fields (in order, at most `headLimit` bytes), interim 1xx responses skipped, and the body framed
 /// by chunked transfer coding, Content-Length or the end of the connection (at most `bodyLimit`).
@@ -89,8 +91,8 @@ struct HTTPResponseReader {
             guard !digits.isEmpty, digits.count <= 8 else { throw TransportError("invalid chunk size") }
             var size = 0
             for digit in digits {
-                guard let value = Self.hexValue(digit) else { throw TransportError("invalid chunk size") }
-                size = size * 16 + value
+                guard let value = HexDigit.value(digit) else { throw TransportError("invalid chunk size") }
+                size = size * 16 + Int(value)
             }
             if size == 0 { break }
             guard body.count + size <= Self.bodyLimit else { throw TransportError("response body larger than \(Self.bodyLimit) bytes") }
@@ -148,15 +150,6 @@ struct HTTPResponseReader {
             position = 0
         }
         return try stream.read(into: &buffer)
-    }
-
-    private static func hexValue(_ digit: UInt8) -> Int? {
-        switch digit {
-        case 0x30...0x39: Int(digit - 0x30)
-        case 0x41...0x46: Int(digit - 0x41 + 10)
-        case 0x61...0x66: Int(digit - 0x61 + 10)
-        default: nil
-        }
     }
 }
 

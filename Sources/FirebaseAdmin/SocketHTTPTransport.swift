@@ -10,6 +10,8 @@ public struct SocketHTTPTransport: HTTPTransport {
     public var timeout: Double
     /// The CAs HTTPS servers are checked against: the system store (which honours `SSL_CERT_FILE`).
     private let tlsContext: @Sendable () -> Result<TLSClientContext, TransportError>
+    /// How host names become addresses (within the request's deadline).
+    var resolver = HostResolver()
 
     /// A transport trusting the system's CA store.
     public init(timeout: Double = 10) {
@@ -33,7 +35,7 @@ public struct SocketHTTPTransport: HTTPTransport {
         let deadline = ContinuousClock.now + .seconds(min(seconds, 86_400))
         let url = try TransportURL(request.url)
         let head = try Self.requestHead(request, url: url)
-        let socket = try TransportSocket.connect(host: url.host, port: url.port, deadline: deadline)
+        let socket = try TransportSocket.connect(host: url.host, port: url.port, deadline: deadline, resolver: resolver)
         let stream: any TransportStream
         if url.isHTTPS {
             let context = try tlsContext().get()

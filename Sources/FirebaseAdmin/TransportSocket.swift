@@ -30,31 +30,24 @@ final class TransportSocket: TransportStream {
         close(descriptor)
     }
 
-    /// Resolves `host` and connects to the first of its addresses that accepts, before `deadline`.
-    /// A refused or unreachable address is a `TransportError`, not a timeout.
-    static func connect(host: String, port: UInt16, deadline: ContinuousClock.Instant) throws(TransportError) -> TransportSocket {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_NUMERICSERV
-        var list: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(host, String(port), &hints, &list)
-        guard status == 0, let first = list else {
-            throw TransportError("cannot resolve \(host): \(String(cString: gai_strerror(status)))")
-        }
-        defer { freeaddrinfo(first) }
+    /// Resolves `host` (through `resolver`) and connects to the first of its addresses that
+    /// accepts, before `deadline`. A refused or unreachable address is a `TransportError`, not a timeout.
+    static func connect(
+        host: String, port: UInt16, deadline: ContinuousClock.Instant, resolver: HostResolver
+    ) throws(TransportError) -> TransportSocket {
         var lastError = "no address"
-        var entry: UnsafeMutablePointer<addrinfo>? = first
-        while let current = entry {
-            entry = current.pointee.ai_next
+        for candidate in try resolver.resolve(host, port: port, deadline: deadline) {
             let descriptor = socket(
-                current.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
-                current.pointee.ai_protocol)
+                candidate.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+                candidate.socketProtocol)
             guard descriptor >= 0 else {
                 lastError = String(cString: strerror(errno))
                 continue
             }
-            let connected = Glibc.connect(descriptor, current.pointee.ai_addr, current.pointee.ai_addrlen) == 0
+            let connected = candidate.address.withUnsafeBytes { raw in
+                raw.baseAddress.map { Glibc.connect(descriptor, $0.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count)) == 0 }
+                    ?? false
+            }
             let connectError = errno
             // Owned from here: closed by deinit whichever way this iteration ends.
             let connection = TransportSocket(descriptor: descriptor, deadline: deadline)

@@ -12,16 +12,17 @@ extension Timestamp {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Appends the RFC 3339 form (see `rfc3339`) to `bytes` without intermediate strings.
+    /// Appends the RFC 3339 form (see `rfc3339`) to `bytes` without intermediate strings: the
+    /// 24 bytes are written into a stack buffer and appended at once (this runs for every timestamp
+    /// of every response).
     public func appendRFC3339(to bytes: inout [UInt8]) {
         let (days, msOfDay) = Timestamp.floorDivide(milliseconds, 86_400_000)
         let (year, month, day) = Timestamp.civilDate(fromDaysSinceEpoch: days)
-        guard (0...9999).contains(year) else {
-            Timestamp.appendOutOfRange(year: year, month: month, day: day, msOfDay: msOfDay, to: &bytes)
-            return
+        let yearFits = (0...9999).contains(year)
+        if !yearFits {
+            if year < 0 { bytes.append(UInt8(ascii: "-")) }
+            Timestamp.appendDigits(year.magnitude, count: 4, to: &bytes)
         }
-        // The common case in one append (it runs for every timestamp of every response): the 24
-        // bytes are written into a stack buffer first.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
             func put(_ value: Int64, digits: Int, at offset: Int) {
                 var rest = value
@@ -30,7 +31,7 @@ extension Timestamp {
                     rest /= 10
                 }
             }
-            put(year, digits: 4, at: 0)
+            if yearFits { put(year, digits: 4, at: 0) }
             text[4] = UInt8(ascii: "-")
             put(month, digits: 2, at: 5)
             text[7] = UInt8(ascii: "-")
@@ -44,27 +45,9 @@ extension Timestamp {
             text[19] = UInt8(ascii: ".")
             put(msOfDay % 1000, digits: 3, at: 20)
             text[23] = UInt8(ascii: "Z")
-            bytes.append(contentsOf: UnsafeBufferPointer(text))
+            // An out-of-range year was appended above.
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[(yearFits ? 0 : 4)...]))
         }
-    }
-
-    /// Years outside 0000-9999: more year digits or a leading `-`.
-    private static func appendOutOfRange(year: Int64, month: Int64, day: Int64, msOfDay: Int64, to bytes: inout [UInt8]) {
-        if year < 0 { bytes.append(UInt8(ascii: "-")) }
-        Timestamp.appendDigits(year.magnitude, count: 4, to: &bytes)
-        bytes.append(UInt8(ascii: "-"))
-        Timestamp.appendDigits(UInt64(month), count: 2, to: &bytes)
-        bytes.append(UInt8(ascii: "-"))
-        Timestamp.appendDigits(UInt64(day), count: 2, to: &bytes)
-        bytes.append(UInt8(ascii: "T"))
-        Timestamp.appendDigits(UInt64(msOfDay / 3_600_000), count: 2, to: &bytes)
-        bytes.append(UInt8(ascii: ":"))
-        Timestamp.appendDigits(UInt64(msOfDay / 60_000 % 60), count: 2, to: &bytes)
-        bytes.append(UInt8(ascii: ":"))
-        Timestamp.appendDigits(UInt64(msOfDay / 1000 % 60), count: 2, to: &bytes)
-        bytes.append(UInt8(ascii: "."))
-        Timestamp.appendDigits(UInt64(msOfDay % 1000), count: 3, to: &bytes)
-        bytes.append(UInt8(ascii: "Z"))
     }
 
     /// Appends `value` as exactly `count` zero-padded digits, or more if it needs them.

@@ -54,8 +54,25 @@ struct HealthCheckCommandTests {
     @Test("probes HOST when it names one IPv4 address, 127.0.0.1 otherwise")
     func probesConfiguredHost() throws {
         let responder = HTTPClosureResponder { _, _ in HTTPResponse(status: .ok) }
-        let server = try HTTPTestServer(responder: responder) { $0.host = "127.0.0.2" }
-        defer { server.stop() }
+        // The same port on 127.0.0.1 is held (bound, never listening) so that no server of a test
+        // running in parallel can listen there: the loopback probe must find nothing.
+        var attempt: (server: HTTPTestServer, held: Int32)?
+        for _ in 0..<20 where attempt == nil {
+            let candidate = try HTTPTestServer(responder: responder) { $0.host = "127.0.0.2" }
+            if let held = try? Self.boundSocket(port: candidate.port) {
+                attempt = (candidate, held)
+            } else {
+                candidate.stop()
+            }
+        }
+        guard let (server, held) = attempt else {
+            Issue.record("no port free on both 127.0.0.2 and 127.0.0.1")
+            return
+        }
+        defer {
+            server.stop()
+            close(held)
+        }
 
         let configured = try runHealthCheck(["PORT": "\(server.port)", "HOST": "127.0.0.2"])
         #expect(configured.status == 0, "\(configured)")
@@ -129,22 +146,35 @@ struct HealthCheckCommandTests {
     /// A socket listening on 127.0.0.1 that never accepts: connections complete in the kernel's
     /// backlog and then hear nothing.
     private static func listeningSocket() throws -> (Int32, Int) {
+        let descriptor = try boundSocket(port: 0)
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard named == 0, listen(descriptor, 8) == 0 else {
+            close(descriptor)
+            throw TestDatabaseError("cannot listen: errno \(errno)")
+        }
+        return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
+    /// A TCP socket bound to 127.0.0.1:`port` (0: any free port), not listening: while it is open
+    /// nobody else can listen on that address, and connections to it are refused.
+    private static func boundSocket(port: Int) throws -> Int32 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw TestDatabaseError("socket failed: errno \(errno)") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        address.sin_port = UInt16(port).bigEndian
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        let named = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        guard bound == 0, named == 0, listen(descriptor, 8) == 0 else {
+        guard bound == 0 else {
             close(descriptor)
-            throw TestDatabaseError("cannot listen: errno \(errno)")
+            throw TestDatabaseError("cannot bind 127.0.0.1:\(port): errno \(errno)")
         }
-        return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
+        return descriptor
     }
 }

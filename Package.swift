@@ -76,7 +76,13 @@ let package = Package(
         .executableTarget(
             name: "locify-server",
             dependencies: ["LocifyAPI", "Postgres", "CLinux", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: strictSettings
+            swiftSettings: strictSettings,
+            // Release builds link with lld and packed relative relocations (DT_RELR, glibc 2.36+):
+            // the position-independent binary's 74,000 relative relocations take 14 KB instead of a
+            // 1.8 MB table that the loader reads, and keeps resident, at every start.
+            linkerSettings: [
+                .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(configuration: .release)),
+            ]
         ),
         // Test helpers in three layers, so a unit test links only what it uses: `TestSupport` (threads,
         // clocks, seeded randomness, raw HTTP clients and servers, test keys and tokens, the

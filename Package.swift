@@ -75,7 +75,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "locify-server",
-            dependencies: ["LocifyAPI", "Postgres", "CLinux", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["LocifyAPI", "Postgres", "Primitives", "CLinux", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings,
             // Release builds link with lld and packed relative relocations (DT_RELR, glibc 2.36+):
             // the position-independent binary's 74,000 relative relocations take 14 KB instead of a

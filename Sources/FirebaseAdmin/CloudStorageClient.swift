@@ -1,6 +1,7 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import JSON
+import Primitives
 import Synchronization
 
 /// The two Cloud Storage JSON API calls the server needs: list objects under a prefix and delete
@@ -85,7 +86,7 @@ public struct CloudStorageClient: Sendable {
         let group = DispatchGroup()
         for _ in 0..<min(maxConcurrentDeletes, names.count) {
             group.enter()
-            let worker = Thread { [self] in
+            DedicatedThread.start(name: "locify.storage-delete") { [self] in
                 defer { group.leave() }
                 while let name = run.claimNext() {
                     do throws(GoogleAPIError) {
@@ -96,8 +97,6 @@ public struct CloudStorageClient: Sendable {
                     }
                 }
             }
-            worker.name = "locify.storage-delete"
-            worker.start()
         }
         group.wait()
         return try run.outcome()

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where the server may send Google credentials and tokens (signed assertions, access tokens,
 /// ID-token keys): an `https://` URL with a host, or plain `http://` only to a loopback host

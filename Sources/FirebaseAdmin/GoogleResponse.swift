@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 import JSON
+import Primitives
 
 /// Reading Google's error bodies and retry hints.
 enum GoogleResponse {
@@ -22,7 +23,7 @@ enum GoogleResponse {
 
     /// `Retry-After` in seconds: delta-seconds, or an IMF-fixdate relative to `now`.
     static func retryAfter(_ header: String?, now: Double) -> Double? {
-        guard let text = header?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+        guard let text = header?.trimmingWhitespaces(), !text.isEmpty else { return nil }
         if text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
             return Int(text.prefix(9)).map(Double.init)
         }

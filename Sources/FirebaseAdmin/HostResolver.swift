@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Primitives
 import Synchronization
 
@@ -28,7 +28,7 @@ struct HostResolver: Sendable {
     func resolve(_ host: String, port: UInt16, deadline: ContinuousClock.Instant) throws(TransportError) -> [ResolvedAddress] {
         let pending = PendingLookup()
         let lookup = self.lookup
-        Thread.detachNewThread { pending.finish(lookup(host, port)) }
+        DedicatedThread.start { pending.finish(lookup(host, port)) }
         let remaining = deadline - ContinuousClock.now
         guard remaining > .zero, pending.done.wait(timeout: .now() + .nanoseconds(Int(remaining.nanoseconds))) == .success,
             let result = pending.result.withLock({ $0 })

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import JSON
 
 /// The fields of a Google service-account key file (`GOOGLE_APPLICATION_CREDENTIALS`) that the

@@ -1,7 +1,8 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Glibc
 import Logging
+import Primitives
 import Synchronization
 
 /// The HTTP/1.1 server: an acceptor thread, `ioThreads` epoll loops and a pool of
@@ -84,7 +85,7 @@ public final class HTTPServer: Sendable {
         for (index, loop) in runtime.loops.enumerated() {
             runtime.loopsDone.enter()
             let done = runtime.loopsDone
-            DedicatedThread.start(name: "http-io-\(index)") {
+            DedicatedThread.start(name: "http-io-\(index)", stackSize: 1 << 20) {
                 loop.run()
                 done.leave()
             }
@@ -92,7 +93,7 @@ public final class HTTPServer: Sendable {
         runtime.acceptorDone.enter()
         let acceptorDone = runtime.acceptorDone
         let acceptor = runtime.acceptor
-        DedicatedThread.start(name: "http-acceptor") {
+        DedicatedThread.start(name: "http-acceptor", stackSize: 1 << 20) {
             acceptor.run()
             acceptorDone.leave()
         }

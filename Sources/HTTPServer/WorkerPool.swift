@@ -1,6 +1,7 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Glibc
+import Primitives
 
 /// The bounded pool of dedicated threads that run `.worker` handlers, pulling from one FIFO queue
 /// (a mutex-protected queue plus a semaphore counting queued jobs). Never Dispatch's global pool.
@@ -45,7 +46,7 @@ final class WorkerPool: Sendable {
     /// Starts the worker threads.
     func start() {
         for index in 0..<threadCount {
-            DedicatedThread.start(name: "http-worker-\(index)") { [self] in self.runWorker() }
+            DedicatedThread.start(name: "http-worker-\(index)", stackSize: 1 << 20) { [self] in self.runWorker() }
         }
     }
 

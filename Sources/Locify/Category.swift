@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Primitives
 
 /// A user's category as stored: the live record or, when `deletedAt` is set, its tombstone.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One durable piece of clean-up work for Google, recorded in the transaction that made it
 /// necessary and retried by `CleanupWorker` until it succeeds (openapi.yaml).

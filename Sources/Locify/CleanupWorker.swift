@@ -1,5 +1,6 @@
 import FirebaseAdmin
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import Postgres
 import Synchronization

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The categories every new user starts with, under deterministic ids (UUIDv5 in the RFC 4122
 /// URL namespace of `locify:default-category:<Name>`), so a device that created one offline

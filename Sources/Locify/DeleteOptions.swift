@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Primitives
 
 /// The optional parts of a delete (openapi.yaml): the client's `updated_at` and, for a

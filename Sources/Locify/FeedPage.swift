@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One page of a user's change feed (openapi.yaml, pull).
 public struct FeedPage: Sendable {

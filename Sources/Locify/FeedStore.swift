@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Postgres
 
 /// The SQL of the change feed: snapshot pages (live records by id, up to the snapshot's stamp)

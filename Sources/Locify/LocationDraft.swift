@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Primitives
 
 /// A validated location write (create, upsert or replace), normalised. Every draft passes the

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The filters, sort and page of `GET /v1/locations` (openapi.yaml), validated.
 public struct LocationQuery: Sendable, Equatable {

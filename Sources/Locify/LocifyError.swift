@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Primitives
 
 /// One field-level problem: which field and what is wrong with it.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Remembered positions in deep location listings, so `page=500` does not skip 9,980 index

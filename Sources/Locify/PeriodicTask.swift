@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 import Primitives
 import Synchronization
 
@@ -16,7 +16,8 @@ final class PeriodicTask: Sendable {
     private let interval: Duration
     private let work: @Sendable () -> Void
     private let state = Mutex(State())
-    private let condition = NSCondition()
+    /// Signalled after `woken` or `stopped` is set, so the sleeping thread looks at them again.
+    private let changed = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 
     init(name: String, interval: Duration, work: @escaping @Sendable () -> Void) {
@@ -31,28 +32,22 @@ final class PeriodicTask: Sendable {
             return !state.started
         }
         guard first else { return }
-        let thread = Thread { [self] in run() }
-        thread.name = name
-        thread.start()
+        DedicatedThread.start(name: name) { [self] in run() }
     }
 
     /// Runs the work again as soon as the current run (if any) finishes.
     func wake() {
-        condition.lock()
         state.withLock { $0.woken = true }
-        condition.signal()
-        condition.unlock()
+        changed.signal()
     }
 
     /// Stops after the current run; returns when the thread has finished.
     func stop() {
-        condition.lock()
         let mustWait = state.withLock { state in
             defer { state.stopped = true }
             return state.started && !state.stopped
         }
-        condition.signal()
-        condition.unlock()
+        changed.signal()
         if mustWait { finished.wait() }
     }
 
@@ -61,13 +56,12 @@ final class PeriodicTask: Sendable {
         while true {
             if state.withLock({ $0.stopped }) { return }
             work()
-            condition.lock()
-            let deadline = Date().addingTimeInterval(interval.seconds)
+            // A signal left over from an earlier wake only makes the loop look at the flags again.
+            let deadline = DispatchTime.now() + .nanoseconds(Int(interval.nanoseconds))
             while !state.withLock({ $0.stopped || $0.woken }) {
-                if !condition.wait(until: deadline) { break }
+                if changed.wait(timeout: deadline) == .timedOut { break }
             }
             state.withLock { $0.woken = false }
-            condition.unlock()
         }
     }
 }

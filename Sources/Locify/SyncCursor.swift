@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Primitives
 
 /// Where a client stands in its user's change feed (openapi.yaml), opaque to the client.

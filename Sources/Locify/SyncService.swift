@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Postgres
 
 /// Batch sync (openapi.yaml): push applies a batch of offline changes one by one through the

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Primitives
 
 /// The API's UUID text form: input in any letter case, output always lower case.

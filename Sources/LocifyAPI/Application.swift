@@ -1,5 +1,5 @@
 import FirebaseAdmin
-import Foundation
+import FoundationEssentials
 import HTTPServer
 import Locify
 import Logging
@@ -95,7 +95,7 @@ public final class Application: Sendable {
         let alreadyDraining = readiness.beginDraining()
         if !alreadyDraining && shutdownDelay > .zero {
             logger.info("not ready; serving until the shutdown delay is over", metadata: ["delay_s": "\(shutdownDelay.seconds)"])
-            Thread.sleep(forTimeInterval: shutdownDelay.seconds)
+            DedicatedThread.sleep(for: shutdownDelay)
         }
         logger.info("shutting down", metadata: ["grace_s": "\(shutdownGrace.seconds)"])
         server.shutdown(gracePeriod: shutdownGrace)
@@ -229,7 +229,7 @@ private func runMigrations(configuration: Configuration, pool: ConnectionPool, l
         } catch let error as PostgresError where error.isUnavailable && attempt < 10 {
             attempt += 1
             logger.warning("database not reachable yet; retrying", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
-            Thread.sleep(forTimeInterval: 3)
+            DedicatedThread.sleep(for: .seconds(3))
         }
     }
 }

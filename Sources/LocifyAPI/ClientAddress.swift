@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The key of the per-client-address rate limit: the peer's IPv4 address, or the /64 prefix of
 /// an IPv6 one (a single host usually holds a whole /64, so per-address keys would be free to make).

@@ -1,5 +1,6 @@
 import FirebaseAdmin
-import Foundation
+import FoundationEssentials
+import Primitives
 
 /// Everything the server reads from its environment (openapi.yaml), validated at start.
 public struct Configuration: Sendable {
@@ -166,7 +167,7 @@ private struct Environment {
     let values: [String: String]
 
     func string(_ name: String) -> String? {
-        guard let value = values[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        guard let value = values[name]?.trimmingWhitespaces(), !value.isEmpty else { return nil }
         return value
     }
 

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// A token bucket per key (a user, or a client address; openapi.yaml): `burst` requests

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Primitives
 import Synchronization
 
 /// The answer of `/health/ready`, probed at most once per `maxAge` (openapi.yaml): a flood
@@ -49,7 +50,7 @@ final class ReadinessCache: Sendable {
                 firstProbe.withLock { _ in }
                 // The prober may not hold the lock yet: look again until its answer is in.
                 if let ready = state.withLock({ $0.probedAt == nil ? nil : $0.ready }) { return ready }
-                Thread.sleep(forTimeInterval: 0.001)
+                DedicatedThread.sleep(for: .milliseconds(1))
             }
         case .probe:
             return firstProbe.withLock { _ in

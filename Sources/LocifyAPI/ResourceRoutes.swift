@@ -1,5 +1,5 @@
 import FirebaseAdmin
-import Foundation
+import FoundationEssentials
 import HTTPServer
 import JSON
 import Locify

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 
 /// Applies the numbered SQL files of a directory (`0001_init.sql`, `0002_...sql`), each once.
@@ -61,7 +61,7 @@ public struct MigrationRunner: Sendable {
             guard !digits.isEmpty, name.dropFirst(digits.count).hasPrefix("_"), let number = Int(digits) else {
                 throw migrationError("migration file \(name) must be named NNNN_description.sql")
             }
-            let path = (directory as NSString).appendingPathComponent(name)
+            let path = directory.isEmpty || directory.hasSuffix("/") ? directory + name : directory + "/" + name
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw migrationError("migration file \(name) cannot be read")
             }

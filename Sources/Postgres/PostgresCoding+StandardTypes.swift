@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Primitives
 
 // Binary wire formats of the scalar types the backend uses. Integers and floats are big-endian;

@@ -1,5 +1,6 @@
 internal import CLibPQ
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import Primitives
 

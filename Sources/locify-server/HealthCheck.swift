@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 import Glibc
+import Primitives
 
 /// `locify-server healthcheck`: asks the server running beside it (same container, same
 /// environment) whether it is ready, by a `GET /health/ready` on loopback, so a container
@@ -14,7 +15,7 @@ struct HealthCheck: Sendable {
 
     /// The probe for the server configured by `environment`; a line saying why when `PORT` is invalid.
     static func fromEnvironment(_ environment: [String: String]) -> Result<HealthCheck, HealthCheckFailure> {
-        let portText = environment["PORT"]?.trimmingCharacters(in: .whitespaces) ?? ""
+        let portText = environment["PORT"]?.trimmingWhitespaces() ?? ""
         let port: UInt16
         if portText.isEmpty {
             port = 8080
@@ -24,7 +25,7 @@ struct HealthCheck: Sendable {
             return .failure(HealthCheckFailure("PORT must be a port from 1 to 65535, got \"\(portText)\""))
         }
         var host = "127.0.0.1"
-        if let configured = environment["HOST"]?.trimmingCharacters(in: .whitespaces), configured != "0.0.0.0",
+        if let configured = environment["HOST"]?.trimmingWhitespaces(), configured != "0.0.0.0",
             Self.isIPv4(configured)
         {
             host = configured
@@ -111,7 +112,7 @@ func runHealthCheck() -> Int32 {
         print("ready")
         return 0
     case .failure(let failure):
-        FileHandle.standardError.write(Data("locify-server healthcheck: \(failure)\n".utf8))
+        writeToStandardError("locify-server healthcheck: \(failure)\n")
         return 1
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import LocifyAPI
 import Logging
 import Postgres
@@ -12,7 +13,7 @@ import Synchronization
 let arguments = Array(CommandLine.arguments.dropFirst())
 let command = arguments.first ?? "serve"
 guard arguments.count <= 1, ["serve", "migrate", "healthcheck", "--help", "-h"].contains(command) else {
-    FileHandle.standardError.write(Data("usage: locify-server [serve|migrate|healthcheck]\n".utf8))
+    writeToStandardError("usage: locify-server [serve|migrate|healthcheck]\n")
     exit(2)
 }
 if command == "--help" || command == "-h" {
@@ -28,7 +29,7 @@ let configuration: Configuration
 do {
     configuration = try Configuration(environment: ProcessInfo.processInfo.environment)
 } catch {
-    FileHandle.standardError.write(Data("locify-server: invalid configuration: \(error)\n".utf8))
+    writeToStandardError("locify-server: invalid configuration: \(error)\n")
     exit(1)
 }
 

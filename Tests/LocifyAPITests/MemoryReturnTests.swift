@@ -58,6 +58,28 @@ struct MemoryReturnTests {
             "anonymous RSS: \(baseline >> 10) KiB before the burst, \(afterBurst >> 10) KiB after it, \(settled >> 10) KiB after 10 s idle")
     }
 
+    @Test("the server maps FoundationEssentials only: no library of Foundation, FoundationInternationalization or ICU")
+    func linksFoundationEssentialsOnly() throws {
+        // The whole of Foundation, with ICU's code and data, is about 3 MB of the server's resident
+        // memory; the debug build links the toolchain's libraries dynamically, so its mappings show them.
+        let database = try TestDatabase.create(migrationsDirectory: ProjectPaths.migrations, poolSize: 1)
+        defer { try? database.drop() }
+        let server = try ServerProcess.start(databaseURL: database.connectionString)
+        defer {
+            server.send(SIGKILL)
+            _ = server.waitForExit(timeout: .seconds(10))
+        }
+        // Read to the end: /proc files report size 0, and a read by size stops after one page.
+        let maps = String(decoding: try FileHandle(forReadingAtPath: "/proc/\(server.pid)/maps")?.readToEnd() ?? Data(), as: UTF8.self)
+        let libraries = Set(maps.split(separator: "\n").compactMap { $0.split(separator: "/").last.map(String.init) })
+        #expect(libraries.contains { $0.hasPrefix("libswiftCore.so") }, "the mappings list the Swift runtime: \(libraries.sorted())")
+        let forbidden = libraries.filter { name in
+            ["libFoundation.so", "libFoundationInternationalization.so", "lib_FoundationICU.so", "libFoundationNetworking.so"]
+                .contains { name.hasPrefix($0) }
+        }
+        #expect(forbidden.isEmpty, "the server maps \(forbidden.sorted())")
+    }
+
     /// `pushesPerLane` pushes of 50 new locations on each of `burstLanes` keep-alive connections,
     /// each on its own thread (all lanes at once, as from many devices or a proxy); every push
     /// must be accepted.

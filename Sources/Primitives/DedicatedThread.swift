@@ -6,8 +6,9 @@ import Glibc
 public enum DedicatedThread {
     /// Runs `body` on a new detached thread called `name` (Linux keeps at most 15 characters;
     /// nil keeps the creator's name) with a stack of `stackSize` bytes (nil: the system default).
-    /// A thread that cannot be created (EAGAIN, ENOMEM) stops the process: every caller waits
-    /// for its thread, so there is no safe way to go on without it.
+    /// A thread that cannot be created (EAGAIN, ENOMEM) stops the process: the callers count on
+    /// their thread running (a server without its loops, a wait that never ends), so there is no
+    /// safe way to go on without it.
     public static func start(name: String? = nil, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) {
         var attributes = pthread_attr_t()
         var result = pthread_attr_init(&attributes)

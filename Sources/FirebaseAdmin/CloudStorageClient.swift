@@ -86,7 +86,7 @@ public struct CloudStorageClient: Sendable {
         let group = DispatchGroup()
         for _ in 0..<min(maxConcurrentDeletes, names.count) {
             group.enter()
-            DedicatedThread.start(name: "locify.storage-delete") { [self] in
+            let deleteClaimed: @Sendable () -> Void = { [self] in
                 defer { group.leave() }
                 while let name = run.claimNext() {
                     do throws(GoogleAPIError) {
@@ -96,6 +96,11 @@ public struct CloudStorageClient: Sendable {
                         run.recordFailure(error)
                     }
                 }
+            }
+            do throws(ThreadStartError) {
+                try DedicatedThread.start(name: "locify.storage-delete", deleteClaimed)
+            } catch {
+                deleteClaimed()  // no thread to spare: this one deletes (what is left) itself
             }
         }
         group.wait()

@@ -23,12 +23,20 @@ struct ResolvedAddress: Sendable {
 struct HostResolver: Sendable {
     /// The lookup itself: `getaddrinfo` (tests substitute a slow one).
     var lookup: @Sendable (_ host: String, _ port: UInt16) -> Result<[ResolvedAddress], TransportError> = HostResolver.systemLookup
+    /// Starts the lookup's thread (tests substitute one that fails).
+    var startThread: @Sendable (@escaping @Sendable () -> Void) throws(ThreadStartError) -> Void = { body throws(ThreadStartError) in
+        try DedicatedThread.start(body)
+    }
 
     /// The addresses of `host`, or a timeout `TransportError` when the lookup is not done by `deadline`.
     func resolve(_ host: String, port: UInt16, deadline: ContinuousClock.Instant) throws(TransportError) -> [ResolvedAddress] {
         let pending = PendingLookup()
         let lookup = self.lookup
-        DedicatedThread.start { pending.finish(lookup(host, port)) }
+        do throws(ThreadStartError) {
+            try startThread { pending.finish(lookup(host, port)) }
+        } catch {
+            throw TransportError("cannot resolve \(host): \(error)")
+        }
         let remaining = deadline - ContinuousClock.now
         guard remaining > .zero, pending.done.wait(timeout: .now() + .nanoseconds(Int(remaining.nanoseconds))) == .success,
             let result = pending.result.withLock({ $0 })

@@ -85,7 +85,7 @@ public final class HTTPServer: Sendable {
         for (index, loop) in runtime.loops.enumerated() {
             runtime.loopsDone.enter()
             let done = runtime.loopsDone
-            DedicatedThread.start(name: "http-io-\(index)", stackSize: 1 << 20) {
+            DedicatedThread.startOrStop(name: "http-io-\(index)", stackSize: 1 << 20) {
                 loop.run()
                 done.leave()
             }
@@ -93,7 +93,7 @@ public final class HTTPServer: Sendable {
         runtime.acceptorDone.enter()
         let acceptorDone = runtime.acceptorDone
         let acceptor = runtime.acceptor
-        DedicatedThread.start(name: "http-acceptor", stackSize: 1 << 20) {
+        DedicatedThread.startOrStop(name: "http-acceptor", stackSize: 1 << 20) {
             acceptor.run()
             acceptorDone.leave()
         }

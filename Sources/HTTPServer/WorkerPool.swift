@@ -46,7 +46,7 @@ final class WorkerPool: Sendable {
     /// Starts the worker threads.
     func start() {
         for index in 0..<threadCount {
-            DedicatedThread.start(name: "http-worker-\(index)", stackSize: 1 << 20) { [self] in self.runWorker() }
+            DedicatedThread.startOrStop(name: "http-worker-\(index)", stackSize: 1 << 20) { [self] in self.runWorker() }
         }
     }
 

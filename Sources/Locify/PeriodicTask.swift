@@ -32,7 +32,7 @@ final class PeriodicTask: Sendable {
             return !state.started
         }
         guard first else { return }
-        DedicatedThread.start(name: name) { [self] in run() }
+        DedicatedThread.startOrStop(name: name) { [self] in run() }
     }
 
     /// Runs the work again as soon as the current run (if any) finishes.

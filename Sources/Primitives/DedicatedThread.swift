@@ -6,10 +6,11 @@ import Glibc
 public enum DedicatedThread {
     /// Runs `body` on a new detached thread called `name` (Linux keeps at most 15 characters;
     /// nil keeps the creator's name) with a stack of `stackSize` bytes (nil: the system default).
-    /// A thread that cannot be created (EAGAIN, ENOMEM) stops the process: the callers count on
-    /// their thread running (a server without its loops, a wait that never ends), so there is no
-    /// safe way to go on without it.
-    public static func start(name: String? = nil, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) {
+    /// Throws when the kernel has no thread to give (EAGAIN, ENOMEM): a caller serving a request
+    /// answers with an error; one starting the server cannot go on without its thread.
+    public static func start(
+        name: String? = nil, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void
+    ) throws(ThreadStartError) {
         var attributes = pthread_attr_t()
         var result = pthread_attr_init(&attributes)
         precondition(result == 0, "pthread_attr_init failed: error \(result)")
@@ -33,7 +34,17 @@ public enum DedicatedThread {
             }, context)
         if result != 0 {
             Unmanaged<ThreadStart>.fromOpaque(context).release()
-            preconditionFailure("pthread_create failed: error \(result)")
+            throw ThreadStartError(code: result)
+        }
+    }
+
+    /// `start`, for the threads a process cannot run without (the server's loops and workers, its
+    /// background tasks): when there is none to give, the process stops with the reason.
+    public static func startOrStop(name: String? = nil, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) {
+        do throws(ThreadStartError) {
+            try start(name: name, stackSize: stackSize, body)
+        } catch {
+            fatalError("\(name ?? "thread"): \(error)")
         }
     }
 
@@ -57,6 +68,17 @@ public enum DedicatedThread {
         let bytes = Array(name.utf8.prefix(15))
         _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     }
+}
+
+/// `pthread_create` refused a new thread; `code` is its error number (EAGAIN, ENOMEM, ...).
+public struct ThreadStartError: Error, Sendable, CustomStringConvertible {
+    public let code: Int32
+
+    public init(code: Int32) {
+        self.code = code
+    }
+
+    public var description: String { "cannot start a thread: \(String(cString: strerror(code)))" }
 }
 
 /// What a new thread runs, handed through `pthread_create`'s context pointer.

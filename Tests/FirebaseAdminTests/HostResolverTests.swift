@@ -1,4 +1,5 @@
 import Foundation
+import Primitives
 import Testing
 
 @testable import FirebaseAdmin
@@ -32,6 +33,19 @@ struct HostResolverTests {
             _ = try failing.resolve("nowhere", port: 80, deadline: .now + .seconds(5))
         } throws: { error in
             (error as? TransportError)?.isTimeout == false
+        }
+    }
+
+    @Test("no thread to spare for the lookup: the request fails with an error, the process goes on")
+    func noThreadForTheLookup() {
+        let resolver = HostResolver(
+            lookup: { _, _ in .success([]) },
+            startThread: { _ throws(ThreadStartError) in throw ThreadStartError(code: EAGAIN) })
+        #expect {
+            _ = try resolver.resolve("keys.example", port: 443, deadline: .now + .seconds(5))
+        } throws: { error in
+            let error = error as? TransportError
+            return error?.isTimeout == false && error?.message.contains("cannot resolve keys.example") == true
         }
     }
 }

@@ -17,11 +17,11 @@ struct DedicatedThreadTests {
     }
 
     @Test("runs the body on a new thread named as asked, cut to Linux's 15 characters")
-    func namedThread() {
+    func namedThread() throws {
         let seen = Mutex<(name: String, isCaller: Bool)?>(nil)
         let done = DispatchSemaphore(value: 0)
         let caller = pthread_self()
-        DedicatedThread.start(name: "locify.storage-delete", stackSize: 1 << 20) {
+        try DedicatedThread.start(name: "locify.storage-delete", stackSize: 1 << 20) {
             let observed = (name: Self.currentThreadName(), isCaller: pthread_equal(pthread_self(), caller) != 0)
             seen.withLock { $0 = observed }
             done.signal()
@@ -33,11 +33,11 @@ struct DedicatedThreadTests {
     }
 
     @Test("without a name the new thread keeps its creator's")
-    func unnamedThread() {
+    func unnamedThread() throws {
         let seen = Mutex<String?>(nil)
         let done = DispatchSemaphore(value: 0)
         let creator = Self.currentThreadName()
-        DedicatedThread.start {
+        try DedicatedThread.start {
             seen.withLock { $0 = Self.currentThreadName() }
             done.signal()
         }

@@ -72,12 +72,15 @@ public enum DedicatedThread {
 
 /// `pthread_create` refused a new thread; `code` is its error number (EAGAIN, ENOMEM, ...).
 public struct ThreadStartError: Error, Sendable, CustomStringConvertible {
+    /// The error number `pthread_create` returned.
     public let code: Int32
 
+    /// The refusal with error number `code`.
     public init(code: Int32) {
         self.code = code
     }
 
+    /// The error number's text, for logs.
     public var description: String { "cannot start a thread: \(String(cString: strerror(code)))" }
 }
 

@@ -25,8 +25,8 @@ public enum CacheControl {
     }
 }
 
-extension Substring {
-    /// The text without leading and trailing spaces and tabs.
+extension StringProtocol {
+    /// The text without leading and trailing spaces and tabs (HTTP's optional whitespace).
     func trimmingSpaces() -> String {
         var text = self[...]
         while let first = text.first, first == " " || first == "\t" { text = text.dropFirst() }

@@ -33,13 +33,13 @@ struct HTTPResponseReader {
         }
         let transferCodings = headers.filter { $0.0.lowercased() == "transfer-encoding" }
             .flatMap { $0.1.split(separator: ",") }
-            .map { $0.trimmingOWS().lowercased() }
+            .map { $0.trimmingSpaces().lowercased() }
         if !transferCodings.isEmpty {
             let body = transferCodings.last == "chunked" ? try readChunkedBody() : try readUntilClose()
             return TransportResponse(status: status, headers: headers, body: body)
         }
         let lengths = headers.filter { $0.0.lowercased() == "content-length" }.flatMap { $0.1.split(separator: ",", omittingEmptySubsequences: false) }
-            .map { $0.trimmingOWS() }
+            .map { $0.trimmingSpaces() }
         if let first = lengths.first {
             guard lengths.allSatisfy({ $0 == first }), !first.isEmpty, first.count <= 18, first.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
                 let length = Int(first)
@@ -76,7 +76,7 @@ struct HTTPResponseReader {
                 !line[..<colon].contains(where: { $0 == 0x20 || $0 == 0x09 })
             else { throw TransportError("invalid header field") }
             let name = String(decoding: line[..<colon], as: UTF8.self)
-            let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingOWS()
+            let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingSpaces()
             fields.append((name, value))
         }
     }
@@ -150,14 +150,5 @@ struct HTTPResponseReader {
             position = 0
         }
         return try stream.read(into: &buffer)
-    }
-}
-
-extension StringProtocol {
-    /// The text without leading and trailing spaces and tabs (HTTP's optional whitespace).
-    fileprivate func trimmingOWS() -> String {
-        let isOWS: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        guard let first = firstIndex(where: { !isOWS($0) }), let last = lastIndex(where: { !isOWS($0) }) else { return "" }
-        return String(self[first...last])
     }
 }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Primitives
 
 /// A byte stream a response is read from: a plain socket or TLS over one. Every wait ends at the
 /// request's deadline with a timeout `TransportError`.
@@ -109,8 +110,7 @@ final class TransportSocket: TransportStream {
         while true {
             let remaining = deadline - ContinuousClock.now
             guard remaining > .zero else { throw TransportError("request timed out", isTimeout: true) }
-            let (seconds, attoseconds) = remaining.components
-            let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+            let milliseconds = Int32(clamping: remaining.milliseconds + 1)
             var descriptors = pollfd(fd: descriptor, events: events, revents: 0)
             let ready = poll(&descriptors, 1, milliseconds)
             if ready > 0 { return }

@@ -47,8 +47,6 @@ extension Timestamp {
 
     /// The millisecond containing a PostgreSQL microsecond value (truncated toward the past).
     init(postgresMicroseconds micros: Int64) {
-        let (quotient, remainder) = micros.quotientAndRemainder(dividingBy: 1000)
-        let milliseconds = remainder < 0 ? quotient - 1 : quotient
-        self.init(milliseconds: milliseconds + Self.postgresEpochOffsetMilliseconds)
+        self.init(milliseconds: Self.floorDivide(micros, 1000).quotient + Self.postgresEpochOffsetMilliseconds)
     }
 }

@@ -13,16 +13,17 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends libpq-dev libssl-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-# Dependencies first, so editing the sources does not refetch them: the manifest and the pins are
-# enough to resolve (at the versions Package.resolved pins, or fail).
-COPY Package.swift Package.resolved ./
-RUN swift package resolve --force-resolved-versions
+# Dependencies first, so editing the sources does not refetch them: the manifest alone resolves,
+# within the version requirements Package.swift states (Package.resolved is not tracked: a pin made
+# on one machine may name a commit id that exists nowhere else, and pinning it would fail the build).
+COPY Package.swift ./
+RUN swift package resolve
 # Then the whole build context: .dockerignore alone decides what is left out, so every folder the
 # manifest names (Sources, Tests, Fuzz, ...) is there without a list to keep in step with it.
 # scripts/check-image replays this stage on the host (CI has no Docker engine): keep its RUN
 # commands free of absolute paths, so they run the same inside WORKDIR there.
 COPY . .
-RUN swift build -c release --static-swift-stdlib --product locify-server --force-resolved-versions \
+RUN swift build -c release --static-swift-stdlib --product locify-server \
     && install -D "$(swift build -c release --show-bin-path)/locify-server" out/locify-server
 
 # ---- run ----------------------------------------------------------------------------------------

@@ -97,7 +97,7 @@ let package = Package(
         ),
         .target(
             name: "TestSupportDatabase",
-            dependencies: ["TestSupport", "Postgres", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["TestSupport", "Postgres", "CLibPQ", .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupportDatabase",
             swiftSettings: strictSettings
         ),

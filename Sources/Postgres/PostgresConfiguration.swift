@@ -38,10 +38,10 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
             }
             // libpq quotes the offending token, which may be (part of) the password: the error,
             // and so every log line that shows it, carries only redacted text.
-            let redacted = Self.redacted(connectionString)
+            let redaction = Self.redaction(of: connectionString)
             throw PostgresError(
                 kind: .invalidConfiguration,
-                message: "invalid connection string \(redacted): \(Self.redactedReason(reason, shown: redacted))")
+                message: "invalid connection string \(redaction.shown): \(Self.redactedReason(reason, redaction: redaction))")
         }
         defer { PQconninfoFree(options) }
         var parameters: [Parameter] = []
@@ -53,11 +53,24 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
             option = option.successor()
         }
         self.parameters = parameters
+        // A password with an unencoded `/` ends libpq's userinfo early (its first part becomes
+        // the port, the rest with `@host` the database name), one with an unencoded `@` leaves
+        // its tail in the host. Refused here, where the string is read, and without quoting a
+        // value: any of them may be (part of) the password.
+        if Self.uriHoldsStrayAt(connectionString) {
+            throw PostgresError(
+                kind: .invalidConfiguration,
+                message: "invalid connection string \(Self.redacted(connectionString)): an \"@\" in the host or the database "
+                    + "name, which usually means a password with an unencoded \"/\" or \"@\" (percent-encode \"/\", \"?\" "
+                    + "and \"@\" in a password as %2F, %3F and %40, and an \"@\" in a database name as %40)")
+        }
         // libpq checks the port only when connecting; say so now, where the string is read.
         if let port = value(of: "port") {
             for item in port.split(separator: ",", omittingEmptySubsequences: false) {
                 guard item.isEmpty || Int(item).map({ (1...65535).contains($0) }) == true else {
-                    throw PostgresError(kind: .invalidConfiguration, message: "invalid connection string: port \"\(port)\" is not a port number")
+                    throw PostgresError(
+                        kind: .invalidConfiguration,
+                        message: "invalid connection string \(Self.redacted(connectionString)): the port is not a number from 1 to 65535")
                 }
             }
         }
@@ -109,94 +122,6 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
         ]
         result.append(contentsOf: parameters.map { ($0.keyword, $0.value) })
         return result
-    }
-
-    /// `connectionString` with its password replaced by `***`, for logs and errors: the userinfo
-    /// password and a `password` query parameter of a `postgres://` / `postgresql://` URI (up to
-    /// the last `@` of the authority, so a stray `@` or `/` in it is hidden too), or the `password`
-    /// value of a `key=value` string (quoted or not; an unterminated quote hides the rest).
-    public static func redacted(_ connectionString: String) -> String {
-        let lowered = connectionString.lowercased()
-        guard let prefix = ["postgresql://", "postgres://"].first(where: { lowered.hasPrefix($0) }) else {
-            return redactedKeywordValue(connectionString)
-        }
-        var text = Substring(connectionString)
-        let scheme = String(text.prefix(prefix.count))
-        text = text.dropFirst(prefix.count)
-        var query: Substring = ""
-        if let mark = text.firstIndex(of: "?") {
-            query = text[mark...]
-            text = text[..<mark]
-        }
-        var result = scheme
-        if let at = text.lastIndex(of: "@") {
-            let userinfo = text[..<at]
-            if let colon = userinfo.firstIndex(of: ":") {
-                result += userinfo[..<colon] + ":***"
-            } else {
-                result += userinfo
-            }
-            result += text[at...]
-        } else {
-            result += text
-        }
-        if !query.isEmpty {
-            let pairs = query.dropFirst().split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
-                let key = pair.split(separator: "=", maxSplits: 1).first.map { $0.lowercased() } ?? ""
-                return key == "password" ? "password=***" : String(pair)
-            }
-            result += "?" + pairs.joined(separator: "&")
-        }
-        return result
-    }
-
-    /// `key=value` form: each `password` value (quoted with `'` and `\` escapes, or up to
-    /// whitespace) becomes `***`.
-    private static func redactedKeywordValue(_ text: String) -> String {
-        let characters = Array(text)
-        var result = ""
-        var index = 0
-        while index < characters.count {
-            // A keyword starts after whitespace (or at the start).
-            guard characters[index].isLetter, index == 0 || characters[index - 1].isWhitespace else {
-                result.append(characters[index])
-                index += 1
-                continue
-            }
-            var end = index
-            while end < characters.count, characters[end].isLetter || characters[end] == "_" { end += 1 }
-            let keyword = String(characters[index..<end])
-            var equals = end
-            while equals < characters.count, characters[equals].isWhitespace { equals += 1 }
-            guard keyword.lowercased() == "password", equals < characters.count, characters[equals] == "=" else {
-                result += keyword
-                index = end
-                continue
-            }
-            var value = equals + 1
-            while value < characters.count, characters[value].isWhitespace { value += 1 }
-            if value < characters.count, characters[value] == "'" {
-                value += 1
-                while value < characters.count, characters[value] != "'" {
-                    value += characters[value] == "\\" ? 2 : 1
-                }
-                value = min(value + 1, characters.count)
-            } else {
-                while value < characters.count, !characters[value].isWhitespace { value += 1 }
-            }
-            result += "password=***"
-            index = value
-        }
-        return result
-    }
-
-    /// libpq's reason with every quoted token that does not appear in the redacted string `shown`
-    /// replaced by `***` (libpq quotes the token it could not parse, e.g. a password with a `%`).
-    private static func redactedReason(_ reason: String, shown: String) -> String {
-        let parts = reason.split(separator: "\"", omittingEmptySubsequences: false)
-        return parts.enumerated().map { index, part in
-            index % 2 == 1 && index < parts.count - 1 && !shown.contains(part) ? "***" : String(part)
-        }.joined(separator: "\"")
     }
 
     /// Quotes a value for a `key=value` connection string: single quotes, `\` escapes `'` and `\`.

@@ -40,11 +40,21 @@ public struct CloudStorageClient: Sendable {
         CloudStorageClient(baseURL: host.contains("://") ? host : "http://" + host, transport: transport, tokens: nil)
     }
 
-    /// Every object name in `bucket` starting with `prefix`, following `nextPageToken`.
+    /// The most pages one listing follows (Google's pages hold up to 1,000 objects, so 10 million
+    /// objects): a listing that goes on longer ends with a retryable error instead of looping.
+    public static let maximumListPages = 10_000
+
+    /// Every object name in `bucket` starting with `prefix`, following `nextPageToken`. A page
+    /// token seen before (a listing that cycles, e.g. alternating two tokens) or more than
+    /// `maximumListPages` pages end the listing with a retryable error.
     public func listObjects(bucket: String, prefix: String) throws(GoogleAPIError) -> [String] {
         var names: [String] = []
         var pageToken: String?
+        var seenTokens: Set<String> = []
         repeat {
+            guard seenTokens.count < Self.maximumListPages else {
+                throw GoogleAPIError(status: 200, message: "object list has more than \(Self.maximumListPages) pages", retryable: true)
+            }
             var url = objectsURL(bucket: bucket) + "?prefix=" + PercentEncoding.encodeComponent(prefix)
             if let pageToken { url += "&pageToken=" + PercentEncoding.encodeComponent(pageToken) }
             let response = try send(method: "GET", url: url)
@@ -56,10 +66,12 @@ public struct CloudStorageClient: Sendable {
                 if let name = item.objectValue?["name"]?.stringValue { names.append(name) }
             }
             let next = page["nextPageToken"]?.stringValue
-            guard next == nil || next != pageToken else {
-                throw GoogleAPIError(status: 200, message: "object list repeated its page token", retryable: true)
-            }
             pageToken = next?.isEmpty == false ? next : nil
+            if let pageToken {
+                guard seenTokens.insert(pageToken).inserted else {
+                    throw GoogleAPIError(status: 200, message: "object list repeated a page token", retryable: true)
+                }
+            }
         } while pageToken != nil
         return names
     }
@@ -74,13 +86,16 @@ public struct CloudStorageClient: Sendable {
         }
     }
 
-    /// Lists every object under `prefix` and deletes each, at most `maxConcurrentDeletes` at once.
-    /// Returns how many objects were removed (already-gone ones included). An object Google
-    /// refuses for good (`isPermanent`) does not stop the others; a retryable failure does (the
-    /// rest are left for the next attempt). The first error, retryable ones first, is thrown
-    /// after in-flight deletes finish.
+    /// Lists every object under `prefix` and deletes them as `deleteObjects` does.
     public func deleteFolder(bucket: String, prefix: String) throws(GoogleAPIError) -> Int {
-        let names = try listObjects(bucket: bucket, prefix: prefix)
+        try deleteObjects(bucket: bucket, names: listObjects(bucket: bucket, prefix: prefix))
+    }
+
+    /// Deletes the objects `names`, at most `maxConcurrentDeletes` at once. Returns how many were
+    /// removed (already-gone ones included). An object Google refuses for good (`isPermanent`)
+    /// does not stop the others; a retryable failure does (the rest are left for the next
+    /// attempt). The first error, retryable ones first, is thrown after in-flight deletes finish.
+    public func deleteObjects(bucket: String, names: [String]) throws(GoogleAPIError) -> Int {
         guard !names.isEmpty else { return 0 }
         let run = FolderDeletion(names: names)
         let group = DispatchGroup()

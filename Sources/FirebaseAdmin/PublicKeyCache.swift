@@ -8,7 +8,9 @@ import Synchronization
 /// Honours the response's max-age (5 minutes when absent, at most a day), refreshes in the
 /// background shortly before expiry without stalling requests while keys are present, refetches
 /// on an unknown kid at most once per interval, keeps serving the last good keys when a refresh
-/// fails, and reports `keysUnavailable` only when nothing is cached.
+/// fails for at most `expiredKeyGrace` past their lifetime (a key Google withdrew must not verify
+/// tokens for ever while its endpoint is unreachable), and reports `keysUnavailable` only when no
+/// usable key is cached.
 ///
 /// Fetches never queue up: at most one is in flight, on a thread of the cache's own, and after a
 /// failure none starts for `retryAfterFailure` seconds. The caller whose lookup started a fetch
@@ -29,11 +31,16 @@ public final class PublicKeyCache: Sendable {
         public var fetchWait: Double
         /// Longest lifetime granted to a key set, whatever max-age the endpoint sends. Default 86,400 s.
         public var maximumMaxAge: Double
+        /// How long past its lifetime a key set is still used while every refresh fails; then
+        /// tokens are refused with `keysUnavailable` (503) until a refresh succeeds. Default 3,600 s
+        /// (docs/ARCHITECTURE.md, section 6).
+        public var expiredKeyGrace: Double
 
         /// A configuration with the defaults documented on each property; tests shorten them.
         public init(
             defaultMaxAge: Double = 300, unknownKeyRefetchInterval: Double = 60, refreshAhead: Double = 60,
-            retryAfterFailure: Double = 10, fetchWait: Double = 0.5, maximumMaxAge: Double = 86_400
+            retryAfterFailure: Double = 10, fetchWait: Double = 0.5, maximumMaxAge: Double = 86_400,
+            expiredKeyGrace: Double = 3600
         ) {
             self.defaultMaxAge = defaultMaxAge
             self.unknownKeyRefetchInterval = unknownKeyRefetchInterval
@@ -41,6 +48,7 @@ public final class PublicKeyCache: Sendable {
             self.retryAfterFailure = retryAfterFailure
             self.fetchWait = fetchWait
             self.maximumMaxAge = maximumMaxAge
+            self.expiredKeyGrace = expiredKeyGrace
         }
     }
 
@@ -67,6 +75,12 @@ public final class PublicKeyCache: Sendable {
         var lastUnknownKeyFetch: Double?
         var noAttemptBefore: Double = -Double.infinity
         var fetches = 0
+
+        /// The cached keys while they may be used at `time` (within their lifetime plus `grace`);
+        /// nil when there are none or they are past that.
+        func usableKeys(at time: Double, grace: Double) -> [String: RSAPublicKey]? {
+            keys.isEmpty || time >= expiresAt + grace ? nil : keys
+        }
     }
 
     private enum Decision {
@@ -119,20 +133,24 @@ public final class PublicKeyCache: Sendable {
     /// when no keys are cached and none arrived within the wait.
     public func publicKey(forKeyID kid: String) throws(IDTokenError) -> RSAPublicKey? {
         let time = now()
+        let grace = configuration.expiredKeyGrace
         let decision: Decision = state.withLock { state in
-            if state.keys.isEmpty {
+            guard let keys = state.usableKeys(at: time, grace: grace) else {
                 if state.inFlight != nil {
                     return .unavailable("a fetch of Google's public keys is in progress")
                 }
                 guard time >= state.noAttemptBefore else {
-                    return .unavailable("Google's public keys are unavailable (a recent fetch failed)")
+                    return .unavailable(
+                        state.keys.isEmpty
+                            ? "Google's public keys are unavailable (a recent fetch failed)"
+                            : "Google's public keys expired more than \(Int(grace)) s ago and cannot be refreshed")
                 }
                 return .waitFor(startFetch(&state))
             }
             let lifetime = max(0, state.expiresAt - state.fetchedAt)
             let refreshFrom = state.expiresAt - min(configuration.refreshAhead, lifetime / 2)
             let mayFetch = state.inFlight == nil && time >= state.noAttemptBefore
-            if let key = state.keys[kid] {
+            if let key = keys[kid] {
                 if time >= refreshFrom, mayFetch { _ = startFetch(&state) }
                 return .found(key)
             }
@@ -153,14 +171,14 @@ public final class PublicKeyCache: Sendable {
             throw IDTokenError.keysUnavailable(reason)
         case .waitFor(let fetch):
             let ended = fetch.wait(seconds: configuration.fetchWait)
-            if let key = state.withLock({ $0.keys.isEmpty ? nil : Optional($0.keys[kid]) }) { return key }
+            if let keys = state.withLock({ $0.usableKeys(at: now(), grace: grace) }) { return keys[kid] }
             if ended, let failure = fetch.failure.withLock({ $0 }) {
                 throw IDTokenError.keysUnavailable("cannot fetch Google's public keys: \(failure)")
             }
             throw IDTokenError.keysUnavailable("Google's public keys are still being fetched")
         case .refetchForUnknownKey(let fetch):
             _ = fetch.wait(seconds: configuration.fetchWait)
-            return state.withLock { $0.keys[kid] }
+            return state.withLock { $0.usableKeys(at: now(), grace: grace)?[kid] }
         }
     }
 

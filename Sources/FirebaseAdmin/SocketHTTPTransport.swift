@@ -3,7 +3,8 @@
 /// LDAP libraries) cost the server about 11 MB of memory for a handful of calls to Google.
 ///
 /// One connection per request (`Connection: close`, no reuse: Google is called rarely), the
-/// whole exchange bounded by the request's timeout, the response head limited to 64 KiB and the
+/// host's addresses raced as RFC 8305 says (`connectionAttemptDelay`), the whole exchange bounded
+/// by the request's timeout, the response head limited to 64 KiB and the
 /// body to 16 MiB.
 public struct SocketHTTPTransport: HTTPTransport {
     /// Default per-request timeout in seconds (10 s): connect, TLS handshake, request and response.
@@ -12,6 +13,9 @@ public struct SocketHTTPTransport: HTTPTransport {
     private let tlsContext: @Sendable () -> Result<TLSClientContext, TransportError>
     /// How host names become addresses (within the request's deadline).
     var resolver = HostResolver()
+    /// How long a connection attempt to one address has before the next address is tried beside
+    /// it (RFC 8305's "Connection Attempt Delay"). Default 250 ms.
+    public var connectionAttemptDelay: Duration = TransportSocket.defaultAttemptDelay
 
     /// A transport trusting the system's CA store.
     public init(timeout: Double = 10) {
@@ -35,7 +39,8 @@ public struct SocketHTTPTransport: HTTPTransport {
         let deadline = ContinuousClock.now + .seconds(min(seconds, 86_400))
         let url = try TransportURL(request.url)
         let head = try Self.requestHead(request, url: url)
-        let socket = try TransportSocket.connect(host: url.host, port: url.port, deadline: deadline, resolver: resolver)
+        let socket = try TransportSocket.connect(
+            host: url.host, port: url.port, deadline: deadline, resolver: resolver, attemptDelay: connectionAttemptDelay)
         let stream: any TransportStream
         if url.isHTTPS {
             let context = try tlsContext().get()

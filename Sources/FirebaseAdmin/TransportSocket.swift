@@ -31,43 +31,102 @@ final class TransportSocket: TransportStream {
         close(descriptor)
     }
 
-    /// Resolves `host` (through `resolver`) and connects to the first of its addresses that
-    /// accepts, before `deadline`. A refused or unreachable address is a `TransportError`, not a timeout.
+    /// RFC 8305's recommended "Connection Attempt Delay": how long an attempt has before the next
+    /// address is tried beside it.
+    static let defaultAttemptDelay: Duration = .milliseconds(250)
+
+    /// Resolves `host` (through `resolver`) and connects to one of its addresses before
+    /// `deadline`, racing them as RFC 8305 (Happy Eyeballs v2) does: the addresses interleaved by
+    /// family (starting with the family of the first), a new attempt started every
+    /// `attemptDelay` while the earlier ones go on (at once when one fails), the first to connect
+    /// kept and the others closed. So an address that never answers (IPv6 resolved first with
+    /// IPv6 black-holed, say) costs `attemptDelay`, not the request. A refused or unreachable
+    /// address is a `TransportError`, not a timeout.
     static func connect(
-        host: String, port: UInt16, deadline: ContinuousClock.Instant, resolver: HostResolver
+        host: String, port: UInt16, deadline: ContinuousClock.Instant, resolver: HostResolver,
+        attemptDelay: Duration = defaultAttemptDelay
     ) throws(TransportError) -> TransportSocket {
+        let addresses = interleavedByFamily(try resolver.resolve(host, port: port, deadline: deadline))
         var lastError = "no address"
-        for candidate in try resolver.resolve(host, port: port, deadline: deadline) {
-            let descriptor = socket(
-                candidate.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
-                candidate.socketProtocol)
-            guard descriptor >= 0 else {
-                lastError = String(cString: strerror(errno))
+        var pending: [TransportSocket] = []
+        var next = 0
+        var nextAttemptAt = ContinuousClock.now
+        while true {
+            let now = ContinuousClock.now
+            if next < addresses.count, pending.isEmpty || now >= nextAttemptAt {
+                next += 1
+                switch startAttempt(addresses[next - 1], deadline: deadline) {
+                case .success(let attempt):
+                    if attempt.connected { return attempt.socket }
+                    pending.append(attempt.socket)
+                    nextAttemptAt = now + attemptDelay
+                case .failure(let error):
+                    lastError = error.message
+                }
                 continue
             }
-            let connected = candidate.address.withUnsafeBytes { raw in
-                raw.baseAddress.map { Glibc.connect(descriptor, $0.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count)) == 0 }
-                    ?? false
+            guard !pending.isEmpty else { throw TransportError("cannot connect to \(host):\(port): \(lastError)") }
+            guard now < deadline else { throw TransportError("request timed out", isTimeout: true) }
+            let until = next < addresses.count ? min(deadline, nextAttemptAt) : deadline
+            var descriptors = pending.map { pollfd(fd: $0.descriptor, events: Int16(POLLOUT), revents: 0) }
+            let ready = poll(&descriptors, nfds_t(descriptors.count), Int32(clamping: (until - now).milliseconds + 1))
+            if ready < 0 && errno != EINTR { throw TransportError("poll failed: \(String(cString: strerror(errno)))") }
+            guard ready > 0 else { continue }
+            var stillPending: [TransportSocket] = []
+            for (attempt, polled) in zip(pending, descriptors) {
+                guard polled.revents != 0 else {
+                    stillPending.append(attempt)
+                    continue
+                }
+                var socketError: Int32 = 0
+                var length = socklen_t(MemoryLayout<Int32>.size)
+                guard getsockopt(attempt.descriptor, SOL_SOCKET, SO_ERROR, &socketError, &length) == 0 else {
+                    lastError = String(cString: strerror(errno))
+                    continue
+                }
+                // The others are closed by their deinit.
+                if socketError == 0 { return attempt }
+                lastError = String(cString: strerror(socketError))
             }
-            let connectError = errno
-            // Owned from here: closed by deinit whichever way this iteration ends.
-            let connection = TransportSocket(descriptor: descriptor, deadline: deadline)
-            if connected { return connection }
-            guard connectError == EINPROGRESS else {
-                lastError = String(cString: strerror(connectError))
-                continue
-            }
-            try connection.wait(for: Int16(POLLOUT))
-            var socketError: Int32 = 0
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            guard getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &socketError, &length) == 0 else {
-                lastError = String(cString: strerror(errno))
-                continue
-            }
-            if socketError == 0 { return connection }
-            lastError = String(cString: strerror(socketError))
+            // A failed attempt lets the next address start at once.
+            if stillPending.count < pending.count { nextAttemptAt = now }
+            pending = stillPending
         }
-        throw TransportError("cannot connect to \(host):\(port): \(lastError)")
+    }
+
+    /// One non-blocking connect: a connected socket, one still connecting, or the reason it
+    /// failed at once (no socket for the family, refused, unreachable).
+    private static func startAttempt(
+        _ candidate: ResolvedAddress, deadline: ContinuousClock.Instant
+    ) -> Result<(socket: TransportSocket, connected: Bool), TransportError> {
+        let descriptor = socket(
+            candidate.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+            candidate.socketProtocol)
+        guard descriptor >= 0 else { return .failure(TransportError(String(cString: strerror(errno)))) }
+        let connected = candidate.address.withUnsafeBytes { raw in
+            raw.baseAddress.map { Glibc.connect(descriptor, $0.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count)) == 0 }
+                ?? false
+        }
+        let connectError = errno
+        // Owned from here: closed by deinit whichever way the attempt ends.
+        let socket = TransportSocket(descriptor: descriptor, deadline: deadline)
+        if connected { return .success((socket, true)) }
+        guard connectError == EINPROGRESS else { return .failure(TransportError(String(cString: strerror(connectError)))) }
+        return .success((socket, false))
+    }
+
+    /// RFC 8305, section 4: the addresses alternating between the family of the first and the
+    /// other one, each family in its resolver order.
+    static func interleavedByFamily(_ addresses: [ResolvedAddress]) -> [ResolvedAddress] {
+        guard let first = addresses.first else { return [] }
+        let preferred = addresses.filter { $0.family == first.family }
+        let others = addresses.filter { $0.family != first.family }
+        var result: [ResolvedAddress] = []
+        for index in 0..<max(preferred.count, others.count) {
+            if index < preferred.count { result.append(preferred[index]) }
+            if index < others.count { result.append(others[index]) }
+        }
+        return result
     }
 
     func write(_ bytes: [UInt8]) throws(TransportError) {

@@ -142,8 +142,16 @@ extension Configuration {
     /// Refuses the combinations that would let unsigned emulator tokens reach production data
     /// (Firebase's convention: emulator-only projects are named `demo-*`): Auth emulator mode
     /// with another project id, unless explicitly allowed, and Auth emulator mode with a real
-    /// service account for Storage, whatever is allowed.
+    /// service account for Storage, whatever is allowed. The Storage emulator alone follows the
+    /// same project rule: with it, users' files are never deleted from the real bucket.
     public func validateEmulatorSafety() throws(ConfigurationError) {
+        if storageEmulatorHost != nil && !firebaseProjectID.hasPrefix("demo-") && !allowEmulatorWithRealProject {
+            throw ConfigurationError(
+                variable: "FIREBASE_STORAGE_EMULATOR_HOST",
+                problem:
+                    "the Storage emulator would receive the deletions of users' files instead of the real bucket, so it needs an emulator-only project id starting with \"demo-\" (FIREBASE_PROJECT_ID is \"\(firebaseProjectID)\"); refusing to start (LOCIFY_ALLOW_EMULATOR_WITH_REAL_PROJECT=1 overrides)"
+            )
+        }
         guard authEmulatorHost != nil else { return }
         if !firebaseProjectID.hasPrefix("demo-") && !allowEmulatorWithRealProject {
             throw ConfigurationError(

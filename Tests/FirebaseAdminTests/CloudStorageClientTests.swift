@@ -1,5 +1,6 @@
 import FirebaseAdmin
 import Foundation
+import JSON
 import Synchronization
 import Testing
 import TestSupport
@@ -55,9 +56,10 @@ struct CloudStorageClientTests {
         #expect(names == inside)
         #expect(bed.fake.requestCount(.storageList) == 3)
         let queries = bed.fake.requests.filter { $0.endpoint == .storageList }.map(\.query)
-        #expect(queries == [
-            "prefix=locations%2Fuid-1%2F", "prefix=locations%2Fuid-1%2F&pageToken=page-2", "prefix=locations%2Fuid-1%2F&pageToken=page-4",
-        ])
+        #expect(
+            queries == [
+                "prefix=locations%2Fuid-1%2F", "prefix=locations%2Fuid-1%2F&pageToken=page-2", "prefix=locations%2Fuid-1%2F&pageToken=page-4",
+            ])
         #expect(bed.fake.requests.filter { $0.endpoint == .storageList }.allSatisfy { $0.header("Authorization") == "Bearer fake-access-token-1" })
     }
 
@@ -84,6 +86,52 @@ struct CloudStorageClientTests {
         #expect(bed.fake.objects(bucket: Self.bucket) == outside.sorted())
         #expect(bed.fake.objects(bucket: "another-bucket") == ["locations/uid-1/other-bucket.jpg"])
         #expect(probe.peak <= 10)
+    }
+
+    /// Answers object lists with the page tokens of `tokens` in turn (nil: the last page), each
+    /// page one object; counts the lists, and answers 500 after 20,000 of them so that a client
+    /// that never stops still ends.
+    final class PageTokenTransport: HTTPTransport {
+        let tokens: @Sendable (Int) -> String?
+        private let lists = Mutex(0)
+
+        init(tokens: @escaping @Sendable (Int) -> String?) {
+            self.tokens = tokens
+        }
+
+        var listCount: Int { lists.withLock { $0 } }
+
+        func send(_ request: TransportRequest) throws -> TransportResponse {
+            let page = lists.withLock { count in
+                count += 1
+                return count
+            }
+            guard page <= 20_000 else { return TransportResponse(status: 500) }
+            var members: [(String, JSONValue)] = [("items", .array([.object(["name": .string("locations/u/\(page).jpg")])]))]
+            if let token = tokens(page) { members.append(("nextPageToken", .string(token))) }
+            return TransportResponse(status: 200, headers: [("Content-Type", "application/json")], body: JSONWriter.encode(.object(JSONObject(members))))
+        }
+    }
+
+    @Test("a listing whose page tokens cycle (alternating A, B, A, ...) ends with a retryable error after three pages")
+    func alternatingPageTokens() {
+        let transport = PageTokenTransport { page in page % 2 == 1 ? "A" : "B" }
+        let client = CloudStorageClient(transport: transport, tokens: nil)
+        let error = failure { () throws(GoogleAPIError) in _ = try client.listObjects(bucket: Self.bucket, prefix: "locations/u/") }
+        #expect(error?.retryable == true && error?.message.contains("repeated a page token") == true, "\(String(describing: error))")
+        #expect(transport.listCount == 3)
+    }
+
+    @Test("a listing stops after CloudStorageClient.maximumListPages pages of ever new tokens")
+    func boundedPages() throws {
+        #expect(CloudStorageClient.maximumListPages == 10_000)
+        let transport = PageTokenTransport { page in "token-\(page)" }
+        let client = CloudStorageClient(transport: transport, tokens: nil)
+        let error = failure { () throws(GoogleAPIError) in _ = try client.listObjects(bucket: Self.bucket, prefix: "locations/u/") }
+        #expect(error?.retryable == true && error?.message.contains("10000 pages") == true, "\(String(describing: error))")
+        #expect(transport.listCount == 10_000)
+        let finite = PageTokenTransport { page in page < 5 ? "token-\(page)" : nil }
+        #expect(try CloudStorageClient(transport: finite, tokens: nil).listObjects(bucket: Self.bucket, prefix: "locations/u/").count == 5)
     }
 
     @Test("a delete of an object that is already gone (404) succeeds")
@@ -179,10 +227,11 @@ struct CloudStorageClientTests {
         bed.fake.addObjects(["locations/u/a.jpg"], bucket: Self.bucket)
         let client = CloudStorageClient.emulator(host: "127.0.0.1:9199", transport: bed.transport)
         #expect(try client.deleteFolder(bucket: Self.bucket, prefix: "locations/u/") == 1)
-        #expect(bed.fake.transportURLs == [
-            "http://127.0.0.1:9199/storage/v1/b/locify-test.appspot.com/o?prefix=locations%2Fu%2F",
-            "http://127.0.0.1:9199/storage/v1/b/locify-test.appspot.com/o/locations%2Fu%2Fa.jpg",
-        ])
+        #expect(
+            bed.fake.transportURLs == [
+                "http://127.0.0.1:9199/storage/v1/b/locify-test.appspot.com/o?prefix=locations%2Fu%2F",
+                "http://127.0.0.1:9199/storage/v1/b/locify-test.appspot.com/o/locations%2Fu%2Fa.jpg",
+            ])
         #expect(bed.fake.requests.allSatisfy { $0.header("Authorization") == nil })
     }
 

@@ -149,6 +149,36 @@ struct PublicKeyCacheTests {
         #expect(bed.fake.requestCount(.certificates) >= 3)
     }
 
+    @Test("keys past their lifetime are used for expiredKeyGrace (one hour) while refreshes fail, then refused until a refresh succeeds")
+    func expiredKeysEndAfterGrace() throws {
+        let bed = FirebaseTestBed()
+        bed.fake.certificatesMaxAge = 600
+        #expect(PublicKeyCache.Configuration().expiredKeyGrace == 3600)
+        #expect(try key(bed) != nil)
+        bed.fake.certificatesFailing = true
+        bed.clock.advance(by: 600 + 3599)
+        #expect(try key(bed) != nil, "within the grace the last good keys still verify")
+        bed.keyCache.waitForBackgroundRefresh()
+        bed.clock.advance(by: 11)
+        do {
+            let key = try bed.keyCache.publicKey(forKeyID: TestKeys.primary.kid)
+            Issue.record("an hour past their lifetime the keys must not be used: got \(String(describing: key))")
+        } catch {
+            guard case .keysUnavailable(let reason) = error else {
+                Issue.record("expected keysUnavailable, got \(error)")
+                return
+            }
+            #expect(reason.contains("cannot fetch") || reason.contains("expired"), "\(reason)")
+        }
+        bed.keyCache.waitForBackgroundRefresh()
+        bed.clock.advance(by: 11)
+        #expect(throws: IDTokenError.self) { try key(bed) }
+        bed.keyCache.waitForBackgroundRefresh()
+        bed.fake.certificatesFailing = false
+        bed.clock.advance(by: 11)
+        #expect(try key(bed) != nil, "a successful refresh makes them usable again")
+    }
+
     @Test("nothing cached and the fetch fails: keysUnavailable, retried after a pause")
     func keysUnavailable() throws {
         let bed = FirebaseTestBed()

@@ -70,11 +70,9 @@ public struct CategoryService: Sendable {
                 jobs += CleanupJob.locationFolders(userID: userID, id: location.id)
                 urls += location.imageURLs
             }
-            // Objects inside a folder queued above go with it.
-            let folders = jobs.map(\.target)
-            jobs += storage.ownedObjects(urls, userID: userID)
-                .filter { path in !folders.contains { path.hasPrefix($0) } }
-                .map { CleanupJob(kind: .storageObject, target: $0) }
+            // Objects inside a folder queued above go with it; the others are batched.
+            let folders = Set(jobs.map(\.target))
+            jobs += CleanupJob.objects(storage.ownedObjects(urls, userID: userID).filter { !CleanupJob.isInside($0, anyOf: folders) })
         }
         if CleanupJob.isFolderSafe(userID: userID) {
             try CleanupJobStore.enqueue(connection, userID: userID, jobs)

@@ -6,8 +6,27 @@ public protocol CleanupExecutor: Sendable {
     func deleteStorageFolder(prefix: String) throws(GoogleAPIError)
     /// Deletes one object of the configured bucket (404 counts as done).
     func deleteStorageObject(path: String) throws(GoogleAPIError)
+    /// Deletes objects of the configured bucket (404s count as done) with the rules of a folder:
+    /// one refused for good does not stop the others, a retryable failure does.
+    func deleteStorageObjects(paths: [String]) throws(GoogleAPIError)
     /// Deletes the Firebase Auth account (`USER_NOT_FOUND` counts as done).
     func deleteAuthAccount(uid: String) throws(GoogleAPIError)
+}
+
+extension CleanupExecutor {
+    /// One object after the other through `deleteStorageObject`, past permanent refusals; the
+    /// first error (a retryable one first) is thrown at the end.
+    public func deleteStorageObjects(paths: [String]) throws(GoogleAPIError) {
+        var permanent: GoogleAPIError?
+        for path in paths {
+            do throws(GoogleAPIError) {
+                try deleteStorageObject(path: path)
+            } catch  where error.isPermanent {
+                permanent = permanent ?? error
+            }
+        }
+        if let permanent { throw permanent }
+    }
 }
 
 /// The real executor: Cloud Storage JSON API and Identity Toolkit.
@@ -37,6 +56,11 @@ public struct GoogleCleanupExecutor: CleanupExecutor {
     /// Deletes the object `path` of `bucket`.
     public func deleteStorageObject(path: String) throws(GoogleAPIError) {
         try storage.deleteObject(bucket: bucket, name: path)
+    }
+
+    /// Deletes the objects `paths` of `bucket`, several at once.
+    public func deleteStorageObjects(paths: [String]) throws(GoogleAPIError) {
+        _ = try storage.deleteObjects(bucket: bucket, names: paths)
     }
 
     /// Deletes the Auth account `uid` of `projectID`.

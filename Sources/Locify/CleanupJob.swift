@@ -9,6 +9,9 @@ public struct CleanupJob: Sendable, Equatable {
         case storagePrefix = "storage_prefix"
         /// One Storage object in the configured bucket.
         case storageObject = "storage_object"
+        /// Up to `objectBatchSize` Storage objects of the configured bucket, one path per line
+        /// (an object name has no control character, so a line break cannot be part of one).
+        case storageObjects = "storage_objects"
         /// The Firebase Auth account; runs after the user's Storage jobs.
         case authAccount = "auth_account"
     }
@@ -38,6 +41,40 @@ public struct CleanupJob: Sendable, Equatable {
     private static func folders(_ root: String, userID: String, id: UUID) -> [CleanupJob] {
         let lower = id.lowercasedString
         return [lower, lower.uppercased()].map { CleanupJob(kind: .storagePrefix, target: "\(root)/\(userID)/\($0)/") }
+    }
+
+    /// The most object paths one `storageObjects` job holds: a request queues one job per folder
+    /// and one per this many objects outside the folders it queues, never one per object.
+    static let objectBatchSize = 100
+
+    /// Jobs deleting the Storage objects `paths` (each once), `objectBatchSize` to a job; a lone
+    /// path is a `storageObject` job.
+    static func objects(_ paths: [String]) -> [CleanupJob] {
+        var seen: Set<String> = []
+        let unique = paths.filter { seen.insert($0).inserted }
+        return stride(from: 0, to: unique.count, by: objectBatchSize).map { start in
+            let batch = unique[start..<min(start + objectBatchSize, unique.count)]
+            return batch.count == 1
+                ? CleanupJob(kind: .storageObject, target: batch[batch.startIndex])
+                : CleanupJob(kind: .storageObjects, target: batch.joined(separator: "\n"))
+        }
+    }
+
+    /// The object paths of a `storageObjects` job's target.
+    static func objectPaths(_ target: String) -> [String] {
+        target.split(separator: "\n").map(String.init)
+    }
+
+    /// Whether one of `folders` (prefixes ending in `/`) holds `path`. Each of the path's own
+    /// folder prefixes is looked up in the set, so the cost follows the path's length, not the
+    /// number of folders (a prefix test against every folder made a big cascade quadratic).
+    static func isInside(_ path: String, anyOf folders: Set<String>) -> Bool {
+        var end = path.startIndex
+        while let slash = path[end...].firstIndex(of: "/") {
+            end = path.index(after: slash)
+            if folders.contains(String(path[..<end])) { return true }
+        }
+        return false
     }
 
     /// Whether Storage paths can safely be built from this uid: a uid with a `/` (or a dot

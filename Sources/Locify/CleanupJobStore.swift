@@ -4,12 +4,22 @@ import Postgres
 /// The SQL of the durable clean-up queue.
 enum CleanupJobStore {
     /// Records jobs in the caller's transaction, so they exist exactly when the deletion commits.
+    ///
+    /// Each job gets a `turn`, the order the worker claims in (migrations/0006): consecutive turns
+    /// after the user's last pending job, and never before the turn the queue is at (its smallest
+    /// pending turn). So users take turns job by job, and a user's jobs keep their order. Called
+    /// under the user's write lock, so one user's turns never interleave.
     static func enqueue(_ connection: PostgresConnection, userID: String, _ jobs: [CleanupJob]) throws {
         guard !jobs.isEmpty else { return }
         try connection.query(
             """
-            INSERT INTO cleanup_jobs (user_id, kind, target)
-            SELECT \(userID), kind, target FROM unnest(\(jobs.map(\.kind.rawValue)), \(jobs.map(\.target))) AS j(kind, target)
+            INSERT INTO cleanup_jobs (user_id, kind, target, turn)
+            SELECT \(userID), kind, target, n + (
+                       SELECT GREATEST(
+                                  (SELECT max(turn) FROM cleanup_jobs WHERE user_id = \(userID) AND state = 'pending'),
+                                  (SELECT min(turn) - 1 FROM cleanup_jobs WHERE state = 'pending'),
+                                  0))
+            FROM unnest(\(jobs.map(\.kind.rawValue)), \(jobs.map(\.target))) WITH ORDINALITY AS j(kind, target, n)
             """)
     }
 }

@@ -9,7 +9,10 @@ import Synchronization
 ///
 /// A job is claimed with `FOR UPDATE SKIP LOCKED` inside a transaction that stays open while it
 /// runs, so several server instances never run one job at once, and a job whose server died is
-/// unlocked by PostgreSQL and picked up again at once. Failures are retried with exponential
+/// unlocked by PostgreSQL and picked up again at once. Jobs are claimed fairly across users, in
+/// the order of their `turn` (`CleanupJobStore.enqueue`): a user's jobs run in the order they
+/// were queued, and a newly queued user's first job comes right after the job in progress,
+/// however long another user's backlog. Failures are retried with exponential
 /// backoff and jitter (longer when Google sends `Retry-After`). A job Google refuses for good (a
 /// permanent 4xx), or whose retries run out, ends as `failed_permanent`: kept for an operator,
 /// never retried, and no longer holding anything back. A Storage job whose object name cannot
@@ -129,7 +132,7 @@ public final class CleanupWorker: Sendable {
     }
 
     /// Claims and runs one due job; false when none is due.
-    private func runNextJob() throws -> Bool {
+    func runNextJob() throws -> Bool {
         guard let executor else { return false }
         return try pool.withTransaction { connection in
             guard
@@ -140,7 +143,7 @@ public final class CleanupWorker: Sendable {
                       AND (j.kind <> 'auth_account' OR NOT EXISTS (
                              SELECT 1 FROM cleanup_jobs s
                              WHERE s.user_id = j.user_id AND s.kind <> 'auth_account' AND s.state = 'pending'))
-                    ORDER BY j.run_after, j.id
+                    ORDER BY j.turn, j.id
                     LIMIT 1
                     FOR UPDATE SKIP LOCKED
                     """
@@ -152,14 +155,22 @@ public final class CleanupWorker: Sendable {
             let attempts: Int32 = try row.decode(3)
             let userID: String = try row.decode(4)
             let metadata: Logger.Metadata = ["job": "\(id)", "kind": "\(kind)", "attempt": "\(attempts + 1)"]
-            if kind != CleanupJob.Kind.authAccount.rawValue, let problem = StorageObjectReference.objectNameProblem(target) {
-                // Queued before the write-time rule: Google would refuse it on every attempt.
-                skips.record(problem, userID: userID, objectName: target, stage: "worker")
+            // Names queued before the write-time rule: Google would refuse them on every attempt.
+            let paths = kind == CleanupJob.Kind.storageObjects.rawValue ? CleanupJob.objectPaths(target) : [target]
+            let runnable =
+                kind == CleanupJob.Kind.authAccount.rawValue
+                ? paths
+                : paths.filter { path in
+                    guard let problem = StorageObjectReference.objectNameProblem(path) else { return true }
+                    skips.record(problem, userID: userID, objectName: path, stage: "worker")
+                    return false
+                }
+            guard !runnable.isEmpty else {
                 try connection.query("DELETE FROM cleanup_jobs WHERE id = \(id)")
                 return true
             }
             do {
-                try Self.run(kind: kind, target: target, on: executor)
+                try Self.run(kind: kind, target: runnable.count == paths.count ? target : runnable.joined(separator: "\n"), on: executor)
                 try connection.query("DELETE FROM cleanup_jobs WHERE id = \(id)")
                 logger.info("clean-up job done", metadata: metadata)
             } catch {
@@ -211,6 +222,7 @@ public final class CleanupWorker: Sendable {
         switch CleanupJob.Kind(rawValue: kind) {
         case .storagePrefix?: try executor.deleteStorageFolder(prefix: target)
         case .storageObject?: try executor.deleteStorageObject(path: target)
+        case .storageObjects?: try executor.deleteStorageObjects(paths: CleanupJob.objectPaths(target))
         case .authAccount?: try executor.deleteAuthAccount(uid: target)
         case nil: throw CleanupJobError.unknownKind(kind)
         }

@@ -75,12 +75,14 @@ enum LocationStore: RecordTable {
         _ connection: PostgresConnection, userID: String, from category: UUID, to target: UUID, at: Timestamp,
         stamp: Int64
     ) throws {
-        try connection.query(
-            """
-            UPDATE locations SET category_id = \(target), updated_at = GREATEST(updated_at, \(at)),
-                   version = version + 1, change_seq = \(stamp), changed_at = clock_timestamp()
-            WHERE user_id = \(userID) AND category_id = \(category) AND deleted_at IS NULL
-            """)
+        try withBulkCounters(connection, userID: userID, categories: [category, target]) {
+            try connection.query(
+                """
+                UPDATE locations SET category_id = \(target), updated_at = GREATEST(updated_at, \(at)),
+                       version = version + 1, change_seq = \(stamp), changed_at = clock_timestamp()
+                WHERE user_id = \(userID) AND category_id = \(category) AND deleted_at IS NULL
+                """)
+        }
     }
 
     /// Tombstones every live location of a deleted category (stamped as in `moveAll`) and returns
@@ -88,14 +90,32 @@ enum LocationStore: RecordTable {
     static func tombstoneAll(
         _ connection: PostgresConnection, userID: String, in category: UUID, at: Timestamp, stamp: Int64
     ) throws -> [(id: UUID, imageURLs: [String])] {
+        try withBulkCounters(connection, userID: userID, categories: [category]) {
+            try connection.query(
+                """
+                UPDATE locations SET deleted_at = GREATEST(updated_at, \(at)), updated_at = GREATEST(updated_at, \(at)),
+                       version = version + 1, change_seq = \(stamp), changed_at = clock_timestamp()
+                WHERE user_id = \(userID) AND category_id = \(category) AND deleted_at IS NULL
+                RETURNING id, image_urls
+                """
+            ).map { row throws(PostgresError) in (try row.decode(0), try row.decode(1)) }
+        }
+    }
+
+    /// Runs a statement that changes many locations of `categories` without the per-row counter
+    /// trigger, then sets those categories' counters from their rows
+    /// (`locify_recount_location_counters`, migrations/0006): linear where the trigger, updating
+    /// one category row per location in one transaction, was quadratic.
+    private static func withBulkCounters<Result>(
+        _ connection: PostgresConnection, userID: String, categories: [UUID], _ statement: () throws -> Result
+    ) throws -> Result {
+        try connection.query("SELECT set_config('locify.skip_counters', 'on', true)")
+        let result = try statement()
         try connection.query(
             """
-            UPDATE locations SET deleted_at = GREATEST(updated_at, \(at)), updated_at = GREATEST(updated_at, \(at)),
-                   version = version + 1, change_seq = \(stamp), changed_at = clock_timestamp()
-            WHERE user_id = \(userID) AND category_id = \(category) AND deleted_at IS NULL
-            RETURNING id, image_urls
-            """
-        ).map { row throws(PostgresError) in (try row.decode(0), try row.decode(1)) }
+            SELECT set_config('locify.skip_counters', '', true), locify_recount_location_counters(\(userID), \(categories))
+            """)
+        return result
     }
 
     /// How a deep page (offset at or beyond `deepOffset`, no text search) is read; such pages also

@@ -1,0 +1,254 @@
+import FirebaseAdmin
+import Foundation
+@testable import Locify
+import Postgres
+import Testing
+import TestSupport
+import TestSupportDatabase
+
+/// Issue 23, item 3: the clean-up queue is fair across users (a user's account deletion is not
+/// stuck behind another user's backlog), a request queues jobs per folder and per batch of
+/// objects, never per object, and a big cascade's bookkeeping is linear.
+@Suite("Clean-up: fair claims, batched objects, linear cascades", .serialized)
+struct CleanupFairnessTests {
+    static func worker(_ db: LocifyTestDatabase, _ executor: CleanupScriptedExecutor) -> (CleanupWorker, ConnectionPool) {
+        let pool = ConnectionPool(configuration: db.database.configuration, size: 1, logger: TestDatabase.logger)
+        return (CleanupWorker(pool: pool, executor: executor, logger: TestDatabase.logger), pool)
+    }
+
+    /// Claims and runs `count` jobs, one at a time.
+    static func run(_ worker: CleanupWorker, _ count: Int) throws {
+        for _ in 0..<count { #expect(try worker.runNextJob()) }
+    }
+
+    @Test("behind one user's 100,000 queued jobs, another user's account deletion queued meanwhile starts with the next job")
+    func accountDeletionBehindABacklog() throws {
+        let db = try LocifyTestDatabase.create()
+        defer { db.drop() }
+        let busy = TestConstants.newCaller()
+        let jobs = (0..<100_000).map { CleanupJob(kind: .storageObject, target: "locations/\(busy.userID)/l/\($0).jpg") }
+        try db.pool.withTransaction { connection in try CleanupJobStore.enqueue(connection, userID: busy.userID, jobs) }
+        let executor = CleanupScriptedExecutor()
+        let (worker, pool) = Self.worker(db, executor)
+        defer { pool.close() }
+        try Self.run(worker, 3)
+        #expect(executor.calls.map(\.target) == (0..<3).map { "locations/\(busy.userID)/l/\($0).jpg" })
+
+        // The other user deletes their account while the worker runs the busy user's fourth job.
+        let leaving = TestConstants.newCaller()
+        _ = try db.services.users.profile(leaving)
+        let trigger = "locations/\(busy.userID)/l/3.jpg"
+        let services = db.services
+        executor.onCall { call in
+            if call.target == trigger { #expect(throws: Never.self) { try services.users.delete(leaving) } }
+        }
+        try Self.run(worker, 1)
+        executor.onCall(nil)
+        try Self.run(worker, 1)
+        #expect(executor.calls.last == .init(kind: .storagePrefix, target: "locations/\(leaving.userID)/"), "the next job is theirs")
+        // Then the users take turns: the account is gone within its share of the next claims.
+        try Self.run(worker, 4)
+        #expect(
+            executor.calls.dropFirst(3).map(\.target) == [
+                trigger, "locations/\(leaving.userID)/", "locations/\(busy.userID)/l/4.jpg", "categories/\(leaving.userID)/",
+                "locations/\(busy.userID)/l/5.jpg", leaving.userID,
+            ])
+        let left: Int64 = try db.pool.withConnection { connection in
+            try connection.query("SELECT count(*) FROM cleanup_jobs WHERE user_id = \(leaving.userID)").first?.decode(0) ?? -1
+        }
+        #expect(left == 0)
+    }
+
+    @Test("a user's jobs keep their queueing order, also when queued in several requests, and users alternate")
+    func perUserOrderAndAlternation() throws {
+        let db = try LocifyTestDatabase.create()
+        defer { db.drop() }
+        let first = "fair-a"
+        let second = "fair-b"
+        try db.pool.withTransaction { connection in
+            try CleanupJobStore.enqueue(connection, userID: first, (0..<3).map { CleanupJob(kind: .storageObject, target: "a\($0)") })
+        }
+        try db.pool.withTransaction { connection in
+            try CleanupJobStore.enqueue(connection, userID: second, (0..<2).map { CleanupJob(kind: .storageObject, target: "b\($0)") })
+        }
+        try db.pool.withTransaction { connection in
+            try CleanupJobStore.enqueue(connection, userID: first, [CleanupJob(kind: .storageObject, target: "a3")])
+        }
+        let executor = CleanupScriptedExecutor()
+        let (worker, pool) = Self.worker(db, executor)
+        defer { pool.close() }
+        #expect(worker.runDueJobs() == 6)
+        #expect(executor.calls.map(\.target) == ["a0", "b0", "a1", "b1", "a2", "a3"])
+    }
+
+    @Test("objects outside the queued folders are batched 100 to a job, each once; a lone one is a storage_object job")
+    func objectBatches() {
+        let paths = (0..<250).map { "locations/u/shared/\($0).jpg" }
+        let jobs = CleanupJob.objects(paths + paths.prefix(10))
+        #expect(jobs.map(\.kind) == [.storageObjects, .storageObjects, .storageObjects])
+        #expect(jobs.map { CleanupJob.objectPaths($0.target) } == [Array(paths[0..<100]), Array(paths[100..<200]), Array(paths[200..<250])])
+        #expect(CleanupJob.objects(["locations/u/a.jpg"]) == [CleanupJob(kind: .storageObject, target: "locations/u/a.jpg")])
+        #expect(CleanupJob.objects([]).isEmpty)
+    }
+
+    @Test("a path is inside a folder only at a folder boundary")
+    func folderMembership() {
+        let folders: Set<String> = ["locations/u/a/", "categories/u/c/"]
+        #expect(CleanupJob.isInside("locations/u/a/x.jpg", anyOf: folders))
+        #expect(CleanupJob.isInside("locations/u/a/deep/er/x.jpg", anyOf: folders))
+        #expect(!CleanupJob.isInside("locations/u/ab/x.jpg", anyOf: folders))
+        #expect(!CleanupJob.isInside("locations/u/a", anyOf: folders))
+        #expect(!CleanupJob.isInside("locations/u/x.jpg", anyOf: folders))
+        #expect(!CleanupJob.isInside("categories/u/c", anyOf: folders))
+    }
+
+    @Test("a cascade of 300 locations, each with two objects outside its folder, queues 2 jobs per folder and 1 per 100 objects")
+    func cascadeJobCount() throws {
+        let db = try LocifyTestDatabase.create()
+        defer { db.drop() }
+        let caller = TestConstants.newCaller()
+        let uid = caller.userID
+        let category = UUID()
+        _ = try db.services.categories.create(caller, CategoryDraft(id: category, name: "Big"))
+        for index in 0..<300 {
+            let urls = (0..<2).map {
+                "https://firebasestorage.googleapis.com/v0/b/\(TestConstants.bucket)/o/locations%2F\(uid)%2Fshared%2F\(index)-\($0).jpg"
+            }
+            _ = try db.services.locations.create(
+                caller, LocationDraft(id: UUID(), categoryID: category, name: "L\(index)", latitude: 1, longitude: 1, imageURLs: urls))
+        }
+        _ = try db.services.categories.delete(caller, id: category, updatedAt: nil, reassignTo: nil)
+        let counts: [String: Int64] = try db.pool.withConnection { connection in
+            var counts: [String: Int64] = [:]
+            for row in try connection.query("SELECT kind, count(*) FROM cleanup_jobs GROUP BY kind") {
+                counts[try row.decode(0)] = try row.decode(1)
+            }
+            return counts
+        }
+        #expect(counts == ["storage_prefix": 602, "storage_objects": 6], "before: 600 storage_object jobs, one per object")
+    }
+
+    @Test("a storage_objects job deletes each of its paths; a name that cannot exist is skipped and counted, the others run")
+    func batchJobRuns() throws {
+        let db = try LocifyTestDatabase.create()
+        defer { db.drop() }
+        let batch = ["locations/u/s/1.jpg", "locations/u/s/2\u{7F}.jpg", "locations/u/s/3.jpg"]
+        try db.pool.withTransaction { connection in
+            try connection.query(
+                "INSERT INTO cleanup_jobs (user_id, kind, target) VALUES ('u', 'storage_objects', \(batch.joined(separator: "\n")))")
+        }
+        let executor = CleanupScriptedExecutor()
+        let (worker, pool) = Self.worker(db, executor)
+        defer { pool.close() }
+        #expect(worker.runDueJobs() == 1)
+        #expect(executor.calls == [.init(kind: .storageObject, target: batch[0]), .init(kind: .storageObject, target: batch[2])])
+        let left: Int64 = try db.pool.withConnection { connection in
+            try connection.query("SELECT count(*) FROM cleanup_jobs").first?.decode(0) ?? -1
+        }
+        #expect(left == 0)
+    }
+}
+
+/// The counters after a category's locations are moved or tombstoned in one statement: right, and
+/// with one update of each category row instead of one per location (the per-row trigger made a
+/// 20,000-location cascade take 41 s, bench/RESULTS.md).
+@Suite("Counters: bulk moves and cascades")
+struct BulkCountersTests {
+    static func counters(_ db: LocifyTestDatabase, _ userID: String, _ id: UUID) throws -> [Int64] {
+        try db.pool.withConnection { connection in
+            guard
+                let row = try connection.query(
+                    "SELECT location_count, favorite_count FROM categories WHERE user_id = \(userID) AND id = \(id)"
+                ).first
+            else { return [] }
+            return [try row.decode(0), try row.decode(1)]
+        }
+    }
+
+    /// How many category rows `body` updates, counted by PostgreSQL in the transaction it runs in
+    /// (the difference of the backend's pending count before and after).
+    static func categoryRowUpdates(_ db: LocifyTestDatabase, _ body: (PostgresConnection) throws -> Void) throws -> Int64 {
+        try db.pool.withTransaction { connection in
+            let count: PostgresQuery = "SELECT pg_stat_get_xact_tuples_updated('categories'::regclass)"
+            let before: Int64 = try connection.query(count).first?.decode(0) ?? -1
+            try body(connection)
+            return (try connection.query(count).first?.decode(0) ?? -1) - before
+        }
+    }
+
+    static func fill(_ db: LocifyTestDatabase, _ caller: Caller, _ category: UUID, count: Int) throws {
+        for index in 0..<count {
+            _ = try db.services.locations.create(
+                caller, LocationDraft(id: UUID(), categoryID: category, name: "L\(index)", latitude: 1, longitude: 1, isFavorite: index % 3 == 0))
+        }
+    }
+
+    @Test("a cascade of 1,000 locations updates the category row once, and its counters end at zero")
+    func cascadeUpdatesTheCategoryOnce() throws {
+        let db = try LocifyTestDatabase.create()
+        defer { db.drop() }
+        let caller = TestConstants.newCaller()
+        let category = UUID()
+        _ = try db.services.categories.create(caller, CategoryDraft(id: category, name: "Big"))
+        try Self.fill(db, caller, category, count: 1000)
+        #expect(try Self.counters(db, caller.userID, category) == [1000, 334])
+        let updates = try Self.categoryRowUpdates(db) { connection in
+            _ = try LocationStore.tombstoneAll(connection, userID: caller.userID, in: category, at: .now(), stamp: 1)
+        }
+        #expect(updates == 1, "before: one update of the category row per location (1,000)")
+        #expect(try Self.counters(db, caller.userID, category) == [0, 0])
+    }
+
+    @Test("a reassign moves the counts to the target; a deleted target is refused (E007) and nothing moves")
+    func moveCounts() throws {
+        let db = try LocifyTestDatabase.create()
+        defer { db.drop() }
+        let caller = TestConstants.newCaller()
+        let source = UUID()
+        let target = UUID()
+        _ = try db.services.categories.create(caller, CategoryDraft(id: source, name: "Source"))
+        _ = try db.services.categories.create(caller, CategoryDraft(id: target, name: "Target"))
+        try Self.fill(db, caller, source, count: 30)
+        try Self.fill(db, caller, target, count: 4)
+        _ = try db.services.categories.delete(caller, id: source, updatedAt: nil, reassignTo: target)
+        #expect(try Self.counters(db, caller.userID, source) == [0, 0])
+        #expect(try Self.counters(db, caller.userID, target) == [34, 12])
+
+        let gone = UUID()
+        _ = try db.services.categories.create(caller, CategoryDraft(id: gone, name: "Gone"))
+        _ = try db.services.categories.delete(caller, id: gone, updatedAt: nil, reassignTo: nil)
+        #expect(throws: LocifyError.self) {
+            _ = try db.services.categories.delete(caller, id: target, updatedAt: nil, reassignTo: gone)
+        }
+        #expect(try Self.counters(db, caller.userID, target) == [34, 12])
+        #expect(try Self.counters(db, caller.userID, gone) == [0, 0])
+        let other = UUID()
+        _ = try db.services.categories.create(caller, CategoryDraft(id: other, name: "Other"))
+        let updates = try Self.categoryRowUpdates(db) { connection in
+            try LocationStore.moveAll(connection, userID: caller.userID, from: target, to: other, at: .now(), stamp: 1)
+        }
+        #expect(updates == 2, "one update of each category row (before: two per location, 68)")
+        #expect(try Self.counters(db, caller.userID, other) == [34, 12])
+    }
+
+    @Test("a bulk move into a deleted category is refused by the database itself (LC001)")
+    func moveIntoDeletedCategoryRefused() throws {
+        let db = try LocifyTestDatabase.create()
+        defer { db.drop() }
+        let caller = TestConstants.newCaller()
+        let source = UUID()
+        let gone = UUID()
+        _ = try db.services.categories.create(caller, CategoryDraft(id: source, name: "Source"))
+        _ = try db.services.categories.create(caller, CategoryDraft(id: gone, name: "Gone"))
+        try Self.fill(db, caller, source, count: 3)
+        _ = try db.services.categories.delete(caller, id: gone, updatedAt: nil, reassignTo: nil)
+        #expect {
+            try db.pool.withTransaction { connection in
+                try LocationStore.moveAll(connection, userID: caller.userID, from: source, to: gone, at: .now(), stamp: 1)
+            }
+        } throws: { error in
+            (error as? PostgresError)?.sqlState == "LC001"
+        }
+        #expect(try Self.counters(db, caller.userID, source) == [3, 1])
+    }
+}

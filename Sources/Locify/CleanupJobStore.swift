@@ -6,9 +6,12 @@ enum CleanupJobStore {
     /// Records jobs in the caller's transaction, so they exist exactly when the deletion commits.
     ///
     /// Each job gets a `turn`, the order the worker claims in (migrations/0006): consecutive turns
-    /// after the user's last pending job, and never before the turn the queue is at (its smallest
-    /// pending turn). So users take turns job by job, and a user's jobs keep their order. Called
-    /// under the user's write lock, so one user's turns never interleave.
+    /// after the user's last pending job, and never before the turn the queue is at: the smallest
+    /// turn of a due pending job (the job in progress, if any), else of any pending job. A job
+    /// waiting out a backoff keeps its early turn but does not hold the queue's turn back, or every
+    /// later user would queue ahead of the users being served. So users take turns job by job,
+    /// and a user's jobs keep their order. Called under the user's write lock, so one user's
+    /// turns never interleave.
     static func enqueue(_ connection: PostgresConnection, userID: String, _ jobs: [CleanupJob]) throws {
         guard !jobs.isEmpty else { return }
         try connection.query(
@@ -17,7 +20,9 @@ enum CleanupJobStore {
             SELECT \(userID), kind, target, n + (
                        SELECT GREATEST(
                                   (SELECT max(turn) FROM cleanup_jobs WHERE user_id = \(userID) AND state = 'pending'),
-                                  (SELECT min(turn) - 1 FROM cleanup_jobs WHERE state = 'pending'),
+                                  COALESCE(
+                                      (SELECT min(turn) FROM cleanup_jobs WHERE state = 'pending' AND run_after <= now()),
+                                      (SELECT min(turn) FROM cleanup_jobs WHERE state = 'pending')) - 1,
                                   0))
             FROM unnest(\(jobs.map(\.kind.rawValue)), \(jobs.map(\.target))) WITH ORDINALITY AS j(kind, target, n)
             """)

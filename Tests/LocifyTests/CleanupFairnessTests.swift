@@ -81,6 +81,29 @@ struct CleanupFairnessTests {
         #expect(executor.calls.map(\.target) == ["a0", "b0", "a1", "b1", "a2", "a3"])
     }
 
+    @Test("a job waiting out a backoff does not hold the queue's turn back: a new user takes turns with the one being served")
+    func backoffDoesNotPinTheTurn() throws {
+        let db = try LocifyTestDatabase.create()
+        defer { db.drop() }
+        func enqueue(_ userID: String, _ targets: [String]) throws {
+            try db.pool.withTransaction { connection in
+                try CleanupJobStore.enqueue(connection, userID: userID, targets.map { CleanupJob(kind: .storageObject, target: $0) })
+            }
+        }
+        try enqueue("backoff-a", ["a0"])
+        try db.pool.withConnection { connection in
+            try connection.query("UPDATE cleanup_jobs SET run_after = now() + interval '1 hour', attempts = 1 WHERE user_id = 'backoff-a'")
+        }
+        try enqueue("backoff-b", (0..<10).map { "b\($0)" })
+        let executor = CleanupScriptedExecutor()
+        let (worker, pool) = Self.worker(db, executor)
+        defer { pool.close() }
+        try Self.run(worker, 5)
+        try enqueue("backoff-c", (0..<3).map { "c\($0)" })
+        try Self.run(worker, 6)
+        #expect(executor.calls.map(\.target) == ["b0", "b1", "b2", "b3", "b4", "b5", "c0", "b6", "c1", "b7", "c2"])
+    }
+
     @Test("objects outside the queued folders are batched 100 to a job, each once; a lone one is a storage_object job")
     func objectBatches() {
         let paths = (0..<250).map { "locations/u/shared/\($0).jpg" }

@@ -57,7 +57,8 @@ public struct CategoryService: Sendable {
         _ connection: PostgresConnection, _ userID: String, category: Category, reassignTo: UUID?, at: Timestamp,
         stamp: Int64
     ) throws {
-        var jobs = CleanupJob.categoryFolders(userID: userID, id: category.id)
+        var folders = CleanupJob.categoryFolders(userID: userID, id: category.id)
+        var objects: [String] = []
         if let target = reassignTo {
             guard try CategoryStore.isLive(connection, userID: userID, id: target) else {
                 throw LocifyError.notFound("category")
@@ -67,15 +68,16 @@ public struct CategoryService: Sendable {
             let removed = try LocationStore.tombstoneAll(connection, userID: userID, in: category.id, at: at, stamp: stamp)
             var urls = category.icon.map { [$0] } ?? []
             for location in removed {
-                jobs += CleanupJob.locationFolders(userID: userID, id: location.id)
-                urls += location.imageURLs
+                let own = CleanupJob.locationFolders(userID: userID, id: location.id)
+                folders += own
+                urls += storage.urls(location.imageURLs, notPlainlyInside: own)
             }
-            // Objects inside a folder queued above go with it; the others are batched.
-            let folders = Set(jobs.map(\.target))
-            jobs += CleanupJob.objects(storage.ownedObjects(urls, userID: userID).filter { !CleanupJob.isInside($0, anyOf: folders) })
+            // Objects inside a folder queued here go with it.
+            let queued = Set(folders)
+            objects = storage.ownedObjects(urls, userID: userID).filter { !CleanupJob.isInside($0, anyOf: queued) }
         }
         if CleanupJob.isFolderSafe(userID: userID) {
-            try CleanupJobStore.enqueue(connection, userID: userID, jobs)
+            try CleanupJobStore.enqueue(connection, userID: userID, CleanupJob.folders(folders) + CleanupJob.objects(objects))
         }
     }
 }

@@ -9,18 +9,30 @@ public protocol CleanupExecutor: Sendable {
     /// Deletes objects of the configured bucket (404s count as done) with the rules of a folder:
     /// one refused for good does not stop the others, a retryable failure does.
     func deleteStorageObjects(paths: [String]) throws(GoogleAPIError)
+    /// Deletes every object under each prefix, with the same rules.
+    func deleteStorageFolders(prefixes: [String]) throws(GoogleAPIError)
     /// Deletes the Firebase Auth account (`USER_NOT_FOUND` counts as done).
     func deleteAuthAccount(uid: String) throws(GoogleAPIError)
 }
 
 extension CleanupExecutor {
-    /// One object after the other through `deleteStorageObject`, past permanent refusals; the
-    /// first error (a retryable one first) is thrown at the end.
+    /// One object after the other through `deleteStorageObject`, past permanent refusals.
     public func deleteStorageObjects(paths: [String]) throws(GoogleAPIError) {
+        try Self.each(paths) { path throws(GoogleAPIError) in try deleteStorageObject(path: path) }
+    }
+
+    /// One folder after the other through `deleteStorageFolder`, past permanent refusals.
+    public func deleteStorageFolders(prefixes: [String]) throws(GoogleAPIError) {
+        try Self.each(prefixes) { prefix throws(GoogleAPIError) in try deleteStorageFolder(prefix: prefix) }
+    }
+
+    /// Runs `body` for each item in turn: a retryable error stops at once, a permanent one lets
+    /// the others run and is thrown at the end.
+    private static func each(_ items: [String], _ body: (String) throws(GoogleAPIError) -> Void) throws(GoogleAPIError) {
         var permanent: GoogleAPIError?
-        for path in paths {
+        for item in items {
             do throws(GoogleAPIError) {
-                try deleteStorageObject(path: path)
+                try body(item)
             } catch  where error.isPermanent {
                 permanent = permanent ?? error
             }

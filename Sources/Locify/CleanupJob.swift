@@ -12,6 +12,8 @@ public struct CleanupJob: Sendable, Equatable {
         /// Up to `objectBatchSize` Storage objects of the configured bucket, one path per line
         /// (an object name has no control character, so a line break cannot be part of one).
         case storageObjects = "storage_objects"
+        /// Every object under each of up to `folderBatchSize` folder prefixes, one per line.
+        case storagePrefixes = "storage_prefixes"
         /// The Firebase Auth account; runs after the user's Storage jobs.
         case authAccount = "auth_account"
     }
@@ -27,42 +29,60 @@ public struct CleanupJob: Sendable, Equatable {
         self.target = target
     }
 
-    /// The user's folders of one location: `locations/<uid>/<location id>/`, with the id in lower
-    /// case and in upper case (iOS clients name folders with `uuidString`, which is upper case).
-    static func locationFolders(userID: String, id: UUID) -> [CleanupJob] {
+    /// The user's folder prefixes of one location: `locations/<uid>/<location id>/`, with the id in
+    /// lower case and in upper case (iOS clients name folders with `uuidString`, which is upper case).
+    static func locationFolders(userID: String, id: UUID) -> [String] {
         folders("locations", userID: userID, id: id)
     }
 
-    /// The user's folders of one category: `categories/<uid>/<category id>/`, both letter cases.
-    static func categoryFolders(userID: String, id: UUID) -> [CleanupJob] {
+    /// The user's folder prefixes of one category: `categories/<uid>/<category id>/`, both letter cases.
+    static func categoryFolders(userID: String, id: UUID) -> [String] {
         folders("categories", userID: userID, id: id)
     }
 
-    private static func folders(_ root: String, userID: String, id: UUID) -> [CleanupJob] {
+    private static func folders(_ root: String, userID: String, id: UUID) -> [String] {
         let lower = id.lowercasedString
-        return [lower, lower.uppercased()].map { CleanupJob(kind: .storagePrefix, target: "\(root)/\(userID)/\($0)/") }
+        return [lower, lower.uppercased()].map { "\(root)/\(userID)/\($0)/" }
     }
 
-    /// The most object paths one `storageObjects` job holds: a request queues one job per folder
-    /// and one per this many objects outside the folders it queues, never one per object.
+    /// The most folder prefixes one `storagePrefixes` job holds (each costs a listing and its
+    /// deletes, so a job stays a few seconds long and other users wait at most that for their turn).
+    static let folderBatchSize = 20
+    /// The most object paths one `storageObjects` job holds.
     static let objectBatchSize = 100
 
-    /// Jobs deleting the Storage objects `paths` (each once), `objectBatchSize` to a job; a lone
-    /// path is a `storageObject` job.
+    /// Jobs deleting every object under the folder prefixes `folders`: a `storagePrefix` job each
+    /// while there are at most `folderBatchSize`, else `storagePrefixes` jobs of that many. A
+    /// cascade of 20,000 locations queues 2,001 jobs, not 40,002 (their inserts were a second of
+    /// the delete).
+    static func folders(_ folders: [String]) -> [CleanupJob] {
+        batches(folders, size: folderBatchSize, single: .storagePrefix, batch: .storagePrefixes)
+    }
+
+    /// Jobs deleting the Storage objects `paths`: a `storageObject` job each while there are at
+    /// most `objectBatchSize`, else `storageObjects` jobs of that many. So one request queues at
+    /// most `objectBatchSize` jobs plus one per that many objects, never one per object.
     static func objects(_ paths: [String]) -> [CleanupJob] {
+        batches(paths, size: objectBatchSize, single: .storageObject, batch: .storageObjects)
+    }
+
+    /// `targets`, each once and in order: one job each when there are at most `size` of them,
+    /// else jobs of `size` targets, one per line (a last lone target gets a job of its own).
+    private static func batches(_ targets: [String], size: Int, single: Kind, batch: Kind) -> [CleanupJob] {
         var seen: Set<String> = []
-        let unique = paths.filter { seen.insert($0).inserted }
-        return stride(from: 0, to: unique.count, by: objectBatchSize).map { start in
-            let batch = unique[start..<min(start + objectBatchSize, unique.count)]
-            return batch.count == 1
-                ? CleanupJob(kind: .storageObject, target: batch[batch.startIndex])
-                : CleanupJob(kind: .storageObjects, target: batch.joined(separator: "\n"))
+        let unique = targets.filter { seen.insert($0).inserted }
+        guard unique.count > size else { return unique.map { CleanupJob(kind: single, target: $0) } }
+        return stride(from: 0, to: unique.count, by: size).map { start in
+            let part = unique[start..<min(start + size, unique.count)]
+            return part.count == 1
+                ? CleanupJob(kind: single, target: part[part.startIndex])
+                : CleanupJob(kind: batch, target: part.joined(separator: "\n"))
         }
     }
 
-    /// The object paths of a `storageObjects` job's target.
-    static func objectPaths(_ target: String) -> [String] {
-        target.split(separator: "\n").map(String.init)
+    /// The targets of a job of `kind`: the lines of a batch, else the target itself.
+    static func targets(of target: String, kind: Kind?) -> [String] {
+        kind == .storageObjects || kind == .storagePrefixes ? target.split(separator: "\n").map(String.init) : [target]
     }
 
     /// Whether one of `folders` (prefixes ending in `/`) holds `path`. Each of the path's own

@@ -156,7 +156,7 @@ public final class CleanupWorker: Sendable {
             let userID: String = try row.decode(4)
             let metadata: Logger.Metadata = ["job": "\(id)", "kind": "\(kind)", "attempt": "\(attempts + 1)"]
             // Names queued before the write-time rule: Google would refuse them on every attempt.
-            let paths = kind == CleanupJob.Kind.storageObjects.rawValue ? CleanupJob.objectPaths(target) : [target]
+            let paths = CleanupJob.targets(of: target, kind: CleanupJob.Kind(rawValue: kind))
             let runnable =
                 kind == CleanupJob.Kind.authAccount.rawValue
                 ? paths
@@ -222,7 +222,8 @@ public final class CleanupWorker: Sendable {
         switch CleanupJob.Kind(rawValue: kind) {
         case .storagePrefix?: try executor.deleteStorageFolder(prefix: target)
         case .storageObject?: try executor.deleteStorageObject(path: target)
-        case .storageObjects?: try executor.deleteStorageObjects(paths: CleanupJob.objectPaths(target))
+        case .storageObjects?: try executor.deleteStorageObjects(paths: CleanupJob.targets(of: target, kind: .storageObjects))
+        case .storagePrefixes?: try executor.deleteStorageFolders(prefixes: CleanupJob.targets(of: target, kind: .storagePrefixes))
         case .authAccount?: try executor.deleteAuthAccount(uid: target)
         case nil: throw CleanupJobError.unknownKind(kind)
         }

@@ -104,14 +104,46 @@ struct CleanupFairnessTests {
         #expect(executor.calls.map(\.target) == ["b0", "b1", "b2", "b3", "b4", "b5", "c0", "b6", "c1", "b7", "c2"])
     }
 
-    @Test("objects outside the queued folders are batched 100 to a job, each once; a lone one is a storage_object job")
-    func objectBatches() {
+    @Test("objects are queued one per job up to 100, else 100 to a job, each once; folders likewise with 20")
+    func batches() {
         let paths = (0..<250).map { "locations/u/shared/\($0).jpg" }
         let jobs = CleanupJob.objects(paths + paths.prefix(10))
         #expect(jobs.map(\.kind) == [.storageObjects, .storageObjects, .storageObjects])
-        #expect(jobs.map { CleanupJob.objectPaths($0.target) } == [Array(paths[0..<100]), Array(paths[100..<200]), Array(paths[200..<250])])
-        #expect(CleanupJob.objects(["locations/u/a.jpg"]) == [CleanupJob(kind: .storageObject, target: "locations/u/a.jpg")])
+        #expect(
+            jobs.map { CleanupJob.targets(of: $0.target, kind: $0.kind) } == [
+                Array(paths[0..<100]), Array(paths[100..<200]), Array(paths[200..<250]),
+            ])
+        #expect(CleanupJob.objects(Array(paths.prefix(100))) == paths.prefix(100).map { CleanupJob(kind: .storageObject, target: $0) })
         #expect(CleanupJob.objects([]).isEmpty)
+        let folders = (0..<41).map { "locations/u/\($0)/" }
+        #expect(CleanupJob.folders(folders).map(\.kind) == [.storagePrefixes, .storagePrefixes, .storagePrefix])
+        #expect(CleanupJob.folders(folders).last?.target == "locations/u/40/")
+        #expect(CleanupJob.folders(Array(folders.prefix(2))).map(\.kind) == [.storagePrefix, .storagePrefix])
+    }
+
+    @Test("URLs plainly inside a queued folder are left to it unparsed; whatever that drops, parsing would not queue either")
+    func plainURLsInsideFolders() throws {
+        let scope = StorageScope(bucket: "b.appspot.com", skips: CleanupSkips(logger: TestDatabase.logger))
+        let folders = ["locations/u1/AB-12/", "locations/u1/ab-12/"]
+        let base = "https://firebasestorage.googleapis.com/v0/b/b.appspot.com/o/"
+        let dropped = [
+            base + "locations%2Fu1%2FAB-12%2Fa.jpg?alt=media&token=t", base + "locations%2Fu1%2Fab-12%2Fdeep%2Fb.jpg",
+            base + "locations%2Fu1%2FAB-12%2F..%2F..%2Fu2%2Fx.jpg", base + "locations%2Fu1%2FAB-12%2Fbad%zz",
+            base + "locations%2Fu1%2FAB-12%2Fnul%00.jpg", base + "locations%2Fu1%2FAB-12%2F",
+        ]
+        let kept = [
+            base + "locations%2Fu1%2FAB-123%2Fa.jpg", base + "locations%2Fu1%2Fshared%2Fa.jpg",
+            "https://firebasestorage.googleapis.com/v0/b/other.appspot.com/o/locations%2Fu1%2FAB-12%2Fa.jpg",
+            "HTTPS://firebasestorage.googleapis.com/v0/b/b.appspot.com/o/locations%2Fu1%2FAB-12%2Fa.jpg",
+            "https://storage.googleapis.com/b.appspot.com/locations/u1/AB-12/a.jpg", "gs://b.appspot.com/locations/u1/AB-12/a.jpg",
+        ]
+        #expect(scope.urls(dropped + kept, notPlainlyInside: folders) == kept)
+        let queued = Set(folders)
+        #expect(scope.ownedObjects(dropped, userID: "u1").filter { !CleanupJob.isInside($0, anyOf: queued) }.isEmpty)
+        // A uid or bucket that would need percent-encoding: nothing is taken for plain.
+        #expect(scope.urls(dropped, notPlainlyInside: ["locations/u 1/AB-12/"]) == dropped)
+        let odd = StorageScope(bucket: "b%2Fc", skips: CleanupSkips(logger: TestDatabase.logger))
+        #expect(odd.urls(dropped, notPlainlyInside: folders) == dropped)
     }
 
     @Test("a path is inside a folder only at a folder boundary")
@@ -148,7 +180,7 @@ struct CleanupFairnessTests {
             }
             return counts
         }
-        #expect(counts == ["storage_prefix": 602, "storage_objects": 6], "before: 600 storage_object jobs, one per object")
+        #expect(counts == ["storage_prefixes": 31, "storage_objects": 6], "before: 602 storage_prefix and 600 storage_object jobs")
     }
 
     @Test("a storage_objects job deletes each of its paths; a name that cannot exist is skipped and counted, the others run")
@@ -165,6 +197,11 @@ struct CleanupFairnessTests {
         defer { pool.close() }
         #expect(worker.runDueJobs() == 1)
         #expect(executor.calls == [.init(kind: .storageObject, target: batch[0]), .init(kind: .storageObject, target: batch[2])])
+        try db.pool.withTransaction { connection in
+            try connection.query("INSERT INTO cleanup_jobs (user_id, kind, target) VALUES ('u', 'storage_prefixes', 'locations/u/a/\nlocations/u/b/')")
+        }
+        #expect(worker.runDueJobs() == 1)
+        #expect(executor.calls.suffix(2) == [.init(kind: .storagePrefix, target: "locations/u/a/"), .init(kind: .storagePrefix, target: "locations/u/b/")])
         let left: Int64 = try db.pool.withConnection { connection in
             try connection.query("SELECT count(*) FROM cleanup_jobs").first?.decode(0) ?? -1
         }

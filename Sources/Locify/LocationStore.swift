@@ -75,7 +75,7 @@ enum LocationStore: RecordTable {
         _ connection: PostgresConnection, userID: String, from category: UUID, to target: UUID, at: Timestamp,
         stamp: Int64
     ) throws {
-        try withBulkCounters(connection, userID: userID, categories: [category, target]) {
+        _ = try withBulkCounters(connection, userID: userID, categories: [category, target]) {
             try connection.query(
                 """
                 UPDATE locations SET category_id = \(target), updated_at = GREATEST(updated_at, \(at)),

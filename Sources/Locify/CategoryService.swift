@@ -65,12 +65,13 @@ public struct CategoryService: Sendable {
             }
             try LocationStore.moveAll(connection, userID: userID, from: category.id, to: target, at: at, stamp: stamp)
         } else {
-            let removed = try LocationStore.tombstoneAll(connection, userID: userID, in: category.id, at: at, stamp: stamp)
+            let removed = try LocationStore.tombstoneAll(
+                connection, userID: userID, in: category.id, at: at, stamp: stamp,
+                omittingURLsUnder: storage.plainLocationURLPrefix(userID: userID))
             var urls = category.icon.map { [$0] } ?? []
             for location in removed {
-                let own = CleanupJob.locationFolders(userID: userID, id: location.id)
-                folders += own
-                urls += storage.urls(location.imageURLs, notPlainlyInside: own)
+                folders += CleanupJob.locationFolders(userID: userID, id: location.id)
+                urls += location.imageURLs
             }
             // Objects inside a folder queued here go with it.
             let queued = Set(folders)

@@ -37,25 +37,22 @@ struct StorageScope: Sendable {
     /// Where objects whose name cannot exist are counted (and logged) instead of queued.
     let skips: CleanupSkips
 
-    /// `urls` less those that plainly name an object inside one of `folders`: written in the
-    /// download-URL form of the Firebase SDKs, byte for byte
-    /// `https://firebasestorage.googleapis.com/v0/b/<bucket>/o/<folder with each / as %2F>...`.
-    /// Such a URL names an object inside the folder or, malformed, nothing `ownedObjects` would
-    /// keep, so a cascade can leave it to the folder's job unparsed (parsing 200,000 of them was
-    /// most of a 20,000-location cascade). Only when the bucket and the folders are written
-    /// with unreserved characters and `/` alone; otherwise every URL is kept.
-    func urls(_ urls: [String], notPlainlyInside folders: [String]) -> [String] {
+    /// The start of the download URLs, as the Firebase SDKs write them byte for byte, of objects
+    /// in `userID`'s location folders: `https://firebasestorage.googleapis.com/v0/b/<bucket>/o/locations%2F<uid>%2F`.
+    /// Followed by a location's id (either letter case) and `%2F`, such a URL names an object
+    /// inside that location's folder or, malformed, nothing `ownedObjects` would keep, so a
+    /// cascade that queues the folder need not return or parse it (`LocationStore.tombstoneAll`:
+    /// returning and parsing 200,000 of them was most of a 20,000-location delete). Nil when the
+    /// bucket or the uid would need percent-encoding: then every URL goes through `ownedObjects`.
+    func plainLocationURLPrefix(userID: String) -> String? {
         let isUnreserved = { (byte: UInt8) in
             (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == 0x2D || byte == 0x2E
                 || byte == 0x5F || byte == 0x7E
         }
-        guard bucket.utf8.allSatisfy(isUnreserved), folders.allSatisfy({ $0.utf8.allSatisfy { isUnreserved($0) || $0 == 0x2F } })
-        else { return urls }
-        let prefixes = folders.map { folder in
-            Array("https://firebasestorage.googleapis.com/v0/b/\(bucket)/o/".utf8)
-                + Array(folder.split(separator: "/", omittingEmptySubsequences: false).joined(separator: "%2F").utf8)
+        guard !bucket.isEmpty, !userID.isEmpty, bucket.utf8.allSatisfy(isUnreserved), userID.utf8.allSatisfy(isUnreserved) else {
+            return nil
         }
-        return urls.filter { url in !prefixes.contains { url.utf8.starts(with: $0) } }
+        return "https://firebasestorage.googleapis.com/v0/b/\(bucket)/o/locations%2F\(userID)%2F"
     }
 
     /// The object paths, among `urls`, that are safe to delete for `userID`. A URL stored before

@@ -121,40 +121,45 @@ struct CleanupFairnessTests {
         #expect(CleanupJob.folders(Array(folders.prefix(2))).map(\.kind) == [.storagePrefix, .storagePrefix])
     }
 
-    @Test("URLs plainly inside a queued folder are left to it unparsed; whatever that drops, parsing would not queue either")
+    @Test("a cascade does not return URLs plainly inside the location's own folder; whatever it omits, parsing would not queue either")
     func plainURLsInsideFolders() throws {
-        let scope = StorageScope(bucket: "b.appspot.com", skips: CleanupSkips(logger: TestDatabase.logger))
-        let folders = ["locations/u1/AB-12/", "locations/u1/ab-12/"]
-        let base = "https://firebasestorage.googleapis.com/v0/b/b.appspot.com/o/"
-        let dropped = [
-            base + "locations%2Fu1%2FAB-12%2Fa.jpg?alt=media&token=t", base + "locations%2Fu1%2Fab-12%2Fdeep%2Fb.jpg",
-            base + "locations%2Fu1%2FAB-12%2F..%2F..%2Fu2%2Fx.jpg", base + "locations%2Fu1%2FAB-12%2Fbad%zz",
-            base + "locations%2Fu1%2FAB-12%2Fnul%00.jpg", base + "locations%2Fu1%2FAB-12%2F",
+        let db = try LocifyTestDatabase.create()
+        defer { db.drop() }
+        let caller = TestConstants.newCaller()
+        let uid = caller.userID
+        let category = UUID()
+        let location = UUID()
+        _ = try db.services.categories.create(caller, CategoryDraft(id: category, name: "C"))
+        _ = try db.services.locations.create(
+            caller, LocationDraft(id: location, categoryID: category, name: "L", latitude: 1, longitude: 1))
+        let base = "https://firebasestorage.googleapis.com/v0/b/\(TestConstants.bucket)/o/locations%2F\(uid)%2F"
+        let upper = location.uuidString
+        let lower = location.lowercasedString
+        let omitted = [
+            base + "\(upper)%2Fa.jpg?alt=media&token=t", base + "\(lower)%2Fdeep%2Fb.jpg", base + "\(upper)%2F..%2F..%2Fu2%2Fx.jpg",
+            base + "\(upper)%2Fbad%zz", base + "\(upper)%2Fnul%00.jpg", base + "\(upper)%2F",
         ]
-        let kept = [
-            base + "locations%2Fu1%2FAB-123%2Fa.jpg", base + "locations%2Fu1%2Fshared%2Fa.jpg",
-            "https://firebasestorage.googleapis.com/v0/b/other.appspot.com/o/locations%2Fu1%2FAB-12%2Fa.jpg",
-            "HTTPS://firebasestorage.googleapis.com/v0/b/b.appspot.com/o/locations%2Fu1%2FAB-12%2Fa.jpg",
-            "https://storage.googleapis.com/b.appspot.com/locations/u1/AB-12/a.jpg", "gs://b.appspot.com/locations/u1/AB-12/a.jpg",
+        let returned = [
+            base + "\(upper)0%2Fa.jpg", base + "shared%2Fa.jpg",
+            "https://firebasestorage.googleapis.com/v0/b/other.appspot.com/o/locations%2F\(uid)%2F\(upper)%2Fa.jpg",
+            "HTTPS://firebasestorage.googleapis.com/v0/b/\(TestConstants.bucket)/o/locations%2F\(uid)%2F\(upper)%2Fa.jpg",
+            "https://storage.googleapis.com/\(TestConstants.bucket)/locations/\(uid)/\(upper)/a.jpg",
         ]
-        #expect(scope.urls(dropped + kept, notPlainlyInside: folders) == kept)
-        let queued = Set(folders)
-        #expect(scope.ownedObjects(dropped, userID: "u1").filter { !CleanupJob.isInside($0, anyOf: queued) }.isEmpty)
-        // A uid or bucket that would need percent-encoding: nothing is taken for plain.
-        #expect(scope.urls(dropped, notPlainlyInside: ["locations/u 1/AB-12/"]) == dropped)
-        let odd = StorageScope(bucket: "b%2Fc", skips: CleanupSkips(logger: TestDatabase.logger))
-        #expect(odd.urls(dropped, notPlainlyInside: folders) == dropped)
-    }
-
-    @Test("a path is inside a folder only at a folder boundary")
-    func folderMembership() {
-        let folders: Set<String> = ["locations/u/a/", "categories/u/c/"]
-        #expect(CleanupJob.isInside("locations/u/a/x.jpg", anyOf: folders))
-        #expect(CleanupJob.isInside("locations/u/a/deep/er/x.jpg", anyOf: folders))
-        #expect(!CleanupJob.isInside("locations/u/ab/x.jpg", anyOf: folders))
-        #expect(!CleanupJob.isInside("locations/u/a", anyOf: folders))
-        #expect(!CleanupJob.isInside("locations/u/x.jpg", anyOf: folders))
-        #expect(!CleanupJob.isInside("categories/u/c", anyOf: folders))
+        try db.pool.withConnection { connection in
+            try connection.query("UPDATE locations SET image_urls = \(omitted + returned) WHERE user_id = \(uid) AND id = \(location)")
+        }
+        let scope = StorageScope(bucket: TestConstants.bucket, skips: CleanupSkips(logger: TestDatabase.logger))
+        let prefix = try #require(scope.plainLocationURLPrefix(userID: uid))
+        let rows = try db.pool.withTransaction { connection in
+            try LocationStore.tombstoneAll(connection, userID: uid, in: category, at: .now(), stamp: 1, omittingURLsUnder: prefix)
+        }
+        #expect(rows.map(\.id) == [location])
+        #expect(rows.first?.imageURLs == returned)
+        let folders = Set(CleanupJob.locationFolders(userID: uid, id: location))
+        #expect(scope.ownedObjects(omitted, userID: uid).filter { !CleanupJob.isInside($0, anyOf: folders) }.isEmpty)
+        // A uid or bucket that would need percent-encoding: nothing is omitted.
+        #expect(scope.plainLocationURLPrefix(userID: "u 1") == nil)
+        #expect(StorageScope(bucket: "b%2Fc", skips: scope.skips).plainLocationURLPrefix(userID: uid) == nil)
     }
 
     @Test("a cascade of 300 locations, each with two objects outside its folder, queues 2 jobs per folder and 1 per 100 objects")

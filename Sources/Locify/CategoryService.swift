@@ -65,13 +65,12 @@ public struct CategoryService: Sendable {
             }
             try LocationStore.moveAll(connection, userID: userID, from: category.id, to: target, at: at, stamp: stamp)
         } else {
-            let removed = try LocationStore.tombstoneAll(
-                connection, userID: userID, in: category.id, at: at, stamp: stamp,
-                omittingURLsUnder: storage.plainLocationURLPrefix(userID: userID))
+            let removed = try LocationStore.tombstoneAll(connection, userID: userID, in: category.id, at: at, stamp: stamp)
+            let plainPrefix = storage.plainLocationURLPrefix(userID: userID)
             var urls = category.icon.map { [$0] } ?? []
             for location in removed {
                 folders += CleanupJob.locationFolders(userID: userID, id: location.id)
-                urls += location.imageURLs
+                urls += StorageScope.urls(location.imageURLs, outsideFolderOf: location.id, plainPrefix: plainPrefix)
             }
             // Objects inside a folder queued here go with it.
             let queued = Set(folders)

@@ -1,4 +1,5 @@
 import FirebaseAdmin
+import FoundationEssentials
 import Postgres
 
 /// The SQL of the durable clean-up queue.
@@ -41,9 +42,9 @@ struct StorageScope: Sendable {
     /// in `userID`'s location folders: `https://firebasestorage.googleapis.com/v0/b/<bucket>/o/locations%2F<uid>%2F`.
     /// Followed by a location's id (either letter case) and `%2F`, such a URL names an object
     /// inside that location's folder or, malformed, nothing `ownedObjects` would keep, so a
-    /// cascade that queues the folder need not return or parse it (`LocationStore.tombstoneAll`:
-    /// returning and parsing 200,000 of them was most of a 20,000-location delete). Nil when the
-    /// bucket or the uid would need percent-encoding: then every URL goes through `ownedObjects`.
+    /// cascade that queues the folder need not parse it (`urls(_:outsideFolderOf:plainPrefix:)`:
+    /// parsing 200,000 of them was most of a 20,000-location delete). Nil when the bucket or the
+    /// uid would need percent-encoding: then every URL goes through `ownedObjects`.
     func plainLocationURLPrefix(userID: String) -> String? {
         let isUnreserved = { (byte: UInt8) in
             (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == 0x2D || byte == 0x2E
@@ -53,6 +54,17 @@ struct StorageScope: Sendable {
             return nil
         }
         return "https://firebasestorage.googleapis.com/v0/b/\(bucket)/o/locations%2F\(userID)%2F"
+    }
+
+    /// `urls` less those starting with `plainPrefix` (`plainLocationURLPrefix`), location `id` in
+    /// either letter case and `%2F`, compared as bytes; all of them when `plainPrefix` is nil.
+    static func urls(_ urls: [String], outsideFolderOf id: UUID, plainPrefix: String?) -> [String] {
+        guard let plainPrefix else { return urls }
+        let prefixes = [id.lowercasedString, id.uuidString].map { Array((plainPrefix + $0 + "%2F").utf8) }
+        return urls.filter { url in
+            var url = url
+            return !url.withUTF8 { bytes in prefixes.contains { bytes.starts(with: $0) } }
+        }
     }
 
     /// The object paths, among `urls`, that are safe to delete for `userID`. A URL stored before

@@ -86,13 +86,9 @@ enum LocationStore: RecordTable {
     }
 
     /// Tombstones every live location of a deleted category (stamped as in `moveAll`) and returns
-    /// their ids and image URLs, for the Storage clean-up, less the URLs that start with
-    /// `plainPrefix` followed by the location's own id (either letter case) and `%2F`: objects of
-    /// the location's folder, which the clean-up deletes as a whole
-    /// (`StorageScope.plainLocationURLPrefix`). Nil returns every URL.
+    /// their ids and image URLs, for the Storage clean-up.
     static func tombstoneAll(
-        _ connection: PostgresConnection, userID: String, in category: UUID, at: Timestamp, stamp: Int64,
-        omittingURLsUnder plainPrefix: String? = nil
+        _ connection: PostgresConnection, userID: String, in category: UUID, at: Timestamp, stamp: Int64
     ) throws -> [(id: UUID, imageURLs: [String])] {
         try withBulkCounters(connection, userID: userID, categories: [category]) {
             try connection.query(
@@ -100,10 +96,7 @@ enum LocationStore: RecordTable {
                 UPDATE locations SET deleted_at = GREATEST(updated_at, \(at)), updated_at = GREATEST(updated_at, \(at)),
                        version = version + 1, change_seq = \(stamp), changed_at = clock_timestamp()
                 WHERE user_id = \(userID) AND category_id = \(category) AND deleted_at IS NULL
-                RETURNING id, CASE WHEN \(plainPrefix)::text IS NULL THEN image_urls ELSE ARRAY(
-                    SELECT url FROM unnest(image_urls) AS url
-                    WHERE NOT starts_with(url, \(plainPrefix) || id::text || '%2F')
-                      AND NOT starts_with(url, \(plainPrefix) || upper(id::text) || '%2F')) END
+                RETURNING id, image_urls
                 """
             ).map { row throws(PostgresError) in (try row.decode(0), try row.decode(1)) }
         }

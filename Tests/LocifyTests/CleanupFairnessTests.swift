@@ -121,7 +121,7 @@ struct CleanupFairnessTests {
         #expect(CleanupJob.folders(Array(folders.prefix(2))).map(\.kind) == [.storagePrefix, .storagePrefix])
     }
 
-    @Test("a cascade does not return URLs plainly inside the location's own folder; whatever it omits, parsing would not queue either")
+    @Test("a cascade does not parse URLs plainly inside the location's own folder; whatever it skips, parsing would not queue either")
     func plainURLsInsideFolders() throws {
         let db = try LocifyTestDatabase.create()
         defer { db.drop() }
@@ -145,16 +145,19 @@ struct CleanupFairnessTests {
             "HTTPS://firebasestorage.googleapis.com/v0/b/\(TestConstants.bucket)/o/locations%2F\(uid)%2F\(upper)%2Fa.jpg",
             "https://storage.googleapis.com/\(TestConstants.bucket)/locations/\(uid)/\(upper)/a.jpg",
         ]
+        let scope = StorageScope(bucket: TestConstants.bucket, skips: CleanupSkips(logger: TestDatabase.logger))
+        let prefix = try #require(scope.plainLocationURLPrefix(userID: uid))
+        #expect(StorageScope.urls(omitted + returned, outsideFolderOf: location, plainPrefix: prefix) == returned)
+        #expect(StorageScope.urls(omitted, outsideFolderOf: location, plainPrefix: nil) == omitted)
+        // Through the cascade: only the returned URLs' owned objects outside the folder are queued.
         try db.pool.withConnection { connection in
             try connection.query("UPDATE locations SET image_urls = \(omitted + returned) WHERE user_id = \(uid) AND id = \(location)")
         }
-        let scope = StorageScope(bucket: TestConstants.bucket, skips: CleanupSkips(logger: TestDatabase.logger))
-        let prefix = try #require(scope.plainLocationURLPrefix(userID: uid))
-        let rows = try db.pool.withTransaction { connection in
-            try LocationStore.tombstoneAll(connection, userID: uid, in: category, at: .now(), stamp: 1, omittingURLsUnder: prefix)
+        _ = try db.services.categories.delete(caller, id: category, updatedAt: nil, reassignTo: nil)
+        let queued: [String] = try db.pool.withConnection { connection in
+            try connection.query("SELECT target FROM cleanup_jobs WHERE kind = 'storage_object' ORDER BY id").map { try $0.decode(0) }
         }
-        #expect(rows.map(\.id) == [location])
-        #expect(rows.first?.imageURLs == returned)
+        #expect(queued == ["locations/\(uid)/\(upper)0/a.jpg", "locations/\(uid)/shared/a.jpg"])
         let folders = Set(CleanupJob.locationFolders(userID: uid, id: location))
         #expect(scope.ownedObjects(omitted, userID: uid).filter { !CleanupJob.isInside($0, anyOf: folders) }.isEmpty)
         // A uid or bucket that would need percent-encoding: nothing is omitted.

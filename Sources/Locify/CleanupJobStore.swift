@@ -1,5 +1,6 @@
 import FirebaseAdmin
 import FoundationEssentials
+import Glibc
 import Postgres
 
 /// The SQL of the durable clean-up queue.
@@ -63,7 +64,12 @@ struct StorageScope: Sendable {
         let prefixes = [id.lowercasedString, id.uuidString].map { Array((plainPrefix + $0 + "%2F").utf8) }
         return urls.filter { url in
             var url = url
-            return !url.withUTF8 { bytes in prefixes.contains { bytes.starts(with: $0) } }
+            return !url.withUTF8 { bytes in
+                prefixes.contains { prefix in
+                    guard bytes.count >= prefix.count, let start = bytes.baseAddress else { return false }
+                    return prefix.withUnsafeBufferPointer { $0.baseAddress.map { memcmp(start, $0, prefix.count) == 0 } ?? false }
+                }
+            }
         }
     }
 

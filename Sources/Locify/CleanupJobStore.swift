@@ -1,6 +1,7 @@
 import FirebaseAdmin
 import FoundationEssentials
 import Glibc
+import LocifyRules
 import Postgres
 
 /// The SQL of the durable clean-up queue.

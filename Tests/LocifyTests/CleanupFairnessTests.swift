@@ -217,10 +217,10 @@ struct CleanupFairnessTests {
     }
 }
 
-/// The counters after a category's locations are moved or tombstoned in one statement: right, and
-/// with one update of each category row instead of one per location (the per-row trigger made a
-/// 20,000-location cascade take 41 s, bench/RESULTS.md).
-@Suite("Counters: bulk moves and cascades")
+/// The counters after a category's deletion hides its locations or shows them in another category
+/// (`LocationStore.follow`): right, and with one update of each category row involved instead of
+/// one per location (the per-row trigger made a 20,000-location cascade take 41 s, RELIABILITY.md).
+@Suite("Counters: a category's deletion, its locations all at once")
 struct BulkCountersTests {
     static func counters(_ db: LocifyTestDatabase, _ userID: String, _ id: UUID) throws -> [Int64] {
         try db.pool.withConnection { connection in
@@ -244,14 +244,25 @@ struct BulkCountersTests {
         }
     }
 
-    static func fill(_ db: LocifyTestDatabase, _ caller: Caller, _ category: UUID, count: Int) throws {
-        for index in 0..<count {
-            _ = try db.services.locations.create(
-                caller, LocationDraft(id: UUID(), categoryID: category, name: "L\(index)", latitude: 1, longitude: 1, isFavorite: index % 3 == 0))
+    /// Deletes `category` as the service does (tombstone, reassign target, then the locations
+    /// follow), counting the category rows it updates.
+    static func deleteCounting(_ db: LocifyTestDatabase, _ userID: String, _ category: UUID, reassignTo: UUID?) throws -> Int64 {
+        try categoryRowUpdates(db) { connection in
+            try connection.query("UPDATE categories SET deleted_at = now() WHERE user_id = \(userID) AND id = \(category)")
+            try CategoryStore.setReassignTarget(connection, userID: userID, id: category, target: reassignTo)
+            _ = try LocationStore.follow(connection, userID: userID, category: category, stamp: 1)
         }
     }
 
-    @Test("a cascade of 1,000 locations updates the category row once, and its counters end at zero")
+    static func fill(_ db: LocifyTestDatabase, _ caller: Caller, _ category: UUID, count: Int) throws {
+        for index in 0..<count {
+            _ = try db.services.locations.create(
+                caller,
+                LocationDraft(id: UUID(), categoryID: category, name: "L\(index)", latitude: 1, longitude: 1, isFavorite: index % 3 == 0))
+        }
+    }
+
+    @Test("a cascade of 1,000 locations updates the category row a few times, not once per location; its counters end at zero")
     func cascadeUpdatesTheCategoryOnce() throws {
         let db = try LocifyTestDatabase.create()
         defer { db.drop() }
@@ -260,14 +271,12 @@ struct BulkCountersTests {
         _ = try db.services.categories.create(caller, CategoryDraft(id: category, name: "Big"))
         try Self.fill(db, caller, category, count: 1000)
         #expect(try Self.counters(db, caller.userID, category) == [1000, 334])
-        let updates = try Self.categoryRowUpdates(db) { connection in
-            _ = try LocationStore.tombstoneAll(connection, userID: caller.userID, in: category, at: .now(), stamp: 1)
-        }
-        #expect(updates == 1, "before: one update of the category row per location (1,000)")
+        let updates = try Self.deleteCounting(db, caller.userID, category, reassignTo: nil)
+        #expect(updates <= 3, "before: one update of the category row per location (1,000 more)")
         #expect(try Self.counters(db, caller.userID, category) == [0, 0])
     }
 
-    @Test("a reassign moves the counts to the target; a deleted target is refused (E007) and nothing moves")
+    @Test("a reassign moves the counts to the target with one update of each row; a revival brings them back")
     func moveCounts() throws {
         let db = try LocifyTestDatabase.create()
         defer { db.drop() }
@@ -276,47 +285,35 @@ struct BulkCountersTests {
         let target = UUID()
         _ = try db.services.categories.create(caller, CategoryDraft(id: source, name: "Source"))
         _ = try db.services.categories.create(caller, CategoryDraft(id: target, name: "Target"))
-        try Self.fill(db, caller, source, count: 30)
+        try Self.fill(db, caller, source, count: 300)
         try Self.fill(db, caller, target, count: 4)
-        _ = try db.services.categories.delete(caller, id: source, updatedAt: nil, reassignTo: target)
+        let updates = try Self.deleteCounting(db, caller.userID, source, reassignTo: target)
+        #expect(updates <= 4, "before: two updates of category rows per location (600 more)")
         #expect(try Self.counters(db, caller.userID, source) == [0, 0])
-        #expect(try Self.counters(db, caller.userID, target) == [34, 12])
-
-        let gone = UUID()
-        _ = try db.services.categories.create(caller, CategoryDraft(id: gone, name: "Gone"))
-        _ = try db.services.categories.delete(caller, id: gone, updatedAt: nil, reassignTo: nil)
-        #expect(throws: LocifyError.self) {
-            _ = try db.services.categories.delete(caller, id: target, updatedAt: nil, reassignTo: gone)
-        }
-        #expect(try Self.counters(db, caller.userID, target) == [34, 12])
-        #expect(try Self.counters(db, caller.userID, gone) == [0, 0])
-        let other = UUID()
-        _ = try db.services.categories.create(caller, CategoryDraft(id: other, name: "Other"))
-        let updates = try Self.categoryRowUpdates(db) { connection in
-            try LocationStore.moveAll(connection, userID: caller.userID, from: target, to: other, at: .now(), stamp: 1)
-        }
-        #expect(updates == 2, "one update of each category row (before: two per location, 68)")
-        #expect(try Self.counters(db, caller.userID, other) == [34, 12])
+        #expect(try Self.counters(db, caller.userID, target) == [304, 102])
+        // Through the services: deleting the target in turn with a cascade, then reviving the source.
+        _ = try db.services.categories.delete(caller, id: target, updatedAt: nil, reassignTo: nil)
+        #expect(try Self.counters(db, caller.userID, target) == [0, 0])
+        _ = try db.services.categories.replace(caller, CategoryDraft(id: source, name: "Source again"))
+        #expect(try Self.counters(db, caller.userID, source) == [300, 100])
     }
 
-    @Test("a bulk move into a deleted category is refused by the database itself (LC001)")
-    func moveIntoDeletedCategoryRefused() throws {
+    @Test("the recount refuses a deleted category left with live locations (LC001), as the trigger does")
+    func recountRefusesDeletedCategoryWithLocations() throws {
         let db = try LocifyTestDatabase.create()
         defer { db.drop() }
         let caller = TestConstants.newCaller()
-        let source = UUID()
-        let gone = UUID()
-        _ = try db.services.categories.create(caller, CategoryDraft(id: source, name: "Source"))
-        _ = try db.services.categories.create(caller, CategoryDraft(id: gone, name: "Gone"))
-        try Self.fill(db, caller, source, count: 3)
-        _ = try db.services.categories.delete(caller, id: gone, updatedAt: nil, reassignTo: nil)
+        let category = UUID()
+        _ = try db.services.categories.create(caller, CategoryDraft(id: category, name: "C"))
+        try Self.fill(db, caller, category, count: 3)
         #expect {
             try db.pool.withTransaction { connection in
-                try LocationStore.moveAll(connection, userID: caller.userID, from: source, to: gone, at: .now(), stamp: 1)
+                try connection.query("UPDATE categories SET deleted_at = now() WHERE user_id = \(caller.userID) AND id = \(category)")
+                try connection.query("SELECT locify_recount_location_counters(\(caller.userID), \([category]))")
             }
         } throws: { error in
             (error as? PostgresError)?.sqlState == "LC001"
         }
-        #expect(try Self.counters(db, caller.userID, source) == [3, 1])
+        #expect(try Self.counters(db, caller.userID, category) == [3, 1])
     }
 }

@@ -27,13 +27,14 @@ ALTER TABLE cleanup_jobs DROP CONSTRAINT cleanup_jobs_kind_check;
 ALTER TABLE cleanup_jobs ADD CONSTRAINT cleanup_jobs_kind_check
     CHECK (kind IN ('storage_prefix', 'storage_prefixes', 'storage_object', 'storage_objects', 'auth_account'));
 
--- 3. Counters after a bulk statement. Moving or tombstoning every location of a category is one
---    statement over thousands of rows; the per-row trigger (0001) then updates the category's row
---    once per location, and PostgreSQL follows the chain of that row's earlier versions made in
---    the same transaction on each update: quadratic (20,000 locations: 41 s). Such statements run
---    with `locify.skip_counters` on and then call this function, which sets the counters of the
---    categories involved from their live locations, one statement linear in them. A deleted
---    category left with live locations breaks the rule the trigger enforces: SQLSTATE LC001.
+-- 3. Counters after a category's deletion or revival. Its locations are hidden, shown elsewhere or
+--    brought back by one statement over thousands of rows (LocationStore.follow); the per-row
+--    trigger (0001) then updated the category's row once per location, and PostgreSQL follows the
+--    chain of that row's earlier versions made in the same transaction on each update: quadratic
+--    (20,000 locations: 41 s). Such statements run with `locify.skip_counters` on and then call
+--    this function, which sets the counters of the categories involved from their live locations,
+--    one statement linear in them. A deleted category left with live locations breaks the rule
+--    the trigger enforces: SQLSTATE LC001.
 -- With the setting on, a row no longer even calls the trigger function: the trigger's WHEN
 -- clause checks it (20,000 calls that returned at once still took 0.4 s of a cascade).
 DROP TRIGGER locations_counters ON locations;

@@ -18,7 +18,9 @@ let package = Package(
         .library(name: "LocifyClient", targets: ["LocifyClient"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // LocifyClient's SQLiteStore (system SQLite: Debian's libsqlite3-dev on Linux).
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .systemLibrary(
@@ -148,10 +150,15 @@ let package = Package(
         // bench/json/run: the JSON target against Foundation's JSON, built in release mode into `.build-bench`.
         .executableTarget(
             name: "JSONBenchmark", dependencies: ["JSON"], path: "bench/json", exclude: ["run"], swiftSettings: strictSettings),
-        // The Swift client apps use (issue 17): Foundation only, and no unsafe flags, so that an
-        // app can depend on this package's `LocifyClient` product.
-        .target(name: "LocifyClient"),
-        .testTarget(name: "LocifyClientTests", dependencies: ["LocifyClient", "TestSupport", "TestSupportServer"], swiftSettings: strictSettings),
+        // The Swift client apps use (issue 17): Foundation and GRDB only (its SQLiteStore), and no
+        // unsafe flags, so that an app can depend on this package's `LocifyClient` product.
+        .target(name: "LocifyClient", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(
+            name: "LocifyClientTests",
+            dependencies: [
+                "LocifyClient", "TestSupport", "TestSupportServer", "LocifyAPI", "HTTPServer", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strictSettings),
     ],
     swiftLanguageModes: [.v6]
 )

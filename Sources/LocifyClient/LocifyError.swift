@@ -76,6 +76,12 @@ public enum LocifyError: Error, Sendable, Hashable {
     case cancelled
     /// The app's token closure threw (e.g. no signed-in user); the request was not sent.
     case tokenUnavailable(String)
+    /// The local store failed (disk full, a damaged or newer-version file). Not transient: the
+    /// app reports it and may call ``SyncEngine/reset()`` to start again from the server.
+    case storeFailed(String)
+    /// The local store belongs to another user than the current token's: nothing was sent
+    /// (sign the other user out, or ``SyncEngine/reset()`` the store).
+    case wrongAccount(storeUser: String, tokenUser: String)
 
     /// The contract's error code, when the server gave one.
     public var code: String? { serverError?.code }
@@ -90,7 +96,7 @@ public enum LocifyError: Error, Sendable, Hashable {
             return error
         case .conflict(let error, _), .rateLimited(let error, _), .unavailable(let error, _):
             return error
-        case .unexpectedResponse, .network, .cancelled, .tokenUnavailable:
+        case .unexpectedResponse, .network, .cancelled, .tokenUnavailable, .storeFailed, .wrongAccount:
             return nil
         }
     }

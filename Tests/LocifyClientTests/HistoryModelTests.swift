@@ -44,19 +44,6 @@ enum HistoryNetwork: String, Sendable, CaseIterable, CustomTestStringConvertible
     var testDescription: String { rawValue }
 }
 
-/// Where the device keeps its copy: one that lives on disk, so the test can reopen it.
-struct HistoryStore: Sendable {
-    let url: URL
-
-    static func temporary() -> HistoryStore {
-        HistoryStore(url: FileManager.default.temporaryDirectory.appendingPathComponent("locify-history-\(UUID()).json"))
-    }
-
-    func open() throws -> any LocalStore { FileStore(url: url) }
-
-    func remove() { try? FileManager.default.removeItem(at: url) }
-}
-
 /// The model-based history test of issue 22: one device, one user, random histories of the
 /// user's actions with `sync()` at random points. After the last sync, the device's store, the
 /// same store reopened from disk, and the server's listings each equal the model exactly, and the
@@ -80,7 +67,7 @@ final class HistoryRun: Sendable {
     let harness: ClientHarness
     let network: HistoryNetwork
     let seed: UInt64
-    let store: HistoryStore
+    let store: TemporaryStoreFile
     let device: String
     let engine: SyncEngine
     let events: EventLog
@@ -90,7 +77,7 @@ final class HistoryRun: Sendable {
         self.harness = harness
         self.network = network
         self.seed = seed
-        store = HistoryStore.temporary()
+        store = TemporaryStoreFile()
         device = "h\(network == .faulty ? "f" : "r")\(seed)x\(UInt32.random(in: 0...UInt32.max))"
         engine = SyncEngine(api: harness.faultyAPI(device: device), store: try store.open())
         await engine.setMaxRetryAfter(0)

@@ -74,12 +74,12 @@ struct MultiDeviceSoakTests {
 
         var generator = SeededGenerator(seed: seed)
         let deviceCount = 3 + Int(seed % 4)
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("locify-soak-\(UUID()).json")
-        defer { try? FileManager.default.removeItem(at: file) }
+        let file = TemporaryStoreFile()
+        defer { file.remove() }
         var devices: [Device] = []
         for index in 0..<deviceCount {
             let device = await Device.make(
-                harness, "d\(index)x", clockOffset: Self.clockOffsets[index], store: index == 0 ? FileStore(url: file) : nil,
+                harness, "d\(index)x", clockOffset: Self.clockOffsets[index], store: index == 0 ? try file.open() : nil,
                 pullLimit: 7)
             FaultPlans.set(device: device.name, failureRate: 0.3, seed: seed &* 31 &+ UInt64(index))
             devices.append(device)
@@ -221,7 +221,10 @@ struct MultiDeviceSoakTests {
             var next: String? = cursor
             while let since = next {
                 let page = try await api.pull(since: since, limit: 1000)
-                for change in page.changes { final[.init(kind: change.kind, id: change.id)] = change }
+                for change in page.changes {
+                    guard let kind = change.kind, let id = change.id else { continue }
+                    final[.init(kind: kind, id: id)] = change
+                }
                 next = page.hasMore ? page.cursor : nil
             }
         } else {
@@ -341,6 +344,7 @@ enum RecordStateStamp {
         switch change {
         case .upsert(let state): return state.updatedAt.locifyMilliseconds
         case .delete(_, let tombstone): return tombstone.deletedAt.locifyMilliseconds
+        case .unrecognized: return 0
         }
     }
 }

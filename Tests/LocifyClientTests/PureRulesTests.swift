@@ -48,46 +48,6 @@ struct PureRulesTests {
         #expect(LastWriteWins.decide(delete, against: .category(server)) == .loses)
     }
 
-    private func entry(_ id: Int64, _ change: PushChange) -> OutboxEntry { OutboxEntry(id: id, change: change) }
-
-    @Test("a batch is cut at the limit, holds one change per record, lets nothing overtake a category delete, and is sent in the contract's order")
-    func batchOrder() {
-        let category = UUID(), other = UUID(), location = UUID()
-        let at = Date(locifyMilliseconds: 1)
-        let locationWrite = LocationWrite(id: location, categoryID: category, name: "L", latitude: 1, longitude: 2, updatedAt: at)
-        let outbox = [
-            entry(1, .createLocation(locationWrite)),
-            entry(2, .createCategory(CategoryWrite(id: category, name: "C", updatedAt: at))),
-            entry(3, .deleteCategory(DeleteWrite(id: other, updatedAt: at))),
-            entry(4, .deleteLocation(DeleteWrite(id: UUID(), updatedAt: at))),
-            entry(5, .updateLocation(locationWrite)),
-        ]
-        #expect(Outbox.nextBatch(outbox, limit: 50).map(\.id) == [2, 1, 3])
-        #expect(Outbox.nextBatch(outbox, limit: 1).map(\.id) == [1])
-        #expect(Outbox.nextBatch(outbox, limit: 50, inFlight: [1, 2, 3]).map(\.id) == [4, 5])
-        let sameRecord = [entry(1, .createLocation(locationWrite)), entry(2, .updateLocation(locationWrite))]
-        #expect(Outbox.nextBatch(sameRecord, limit: 50).map(\.id) == [1])
-    }
-
-    @Test("edits of one record fold into one change, a create stays a create, and a category delete is never folded away")
-    func coalescing() {
-        let id = UUID()
-        let at = Date(locifyMilliseconds: 1)
-        let create = entry(1, .createCategory(CategoryWrite(id: id, name: "A", updatedAt: at)))
-        let (removed, next) = Outbox.enqueue(
-            .updateCategory(CategoryWrite(id: id, name: "B", updatedAt: at)), into: [create], inFlight: [], nextID: 2)
-        #expect(removed == [1])
-        #expect(next.change == .createCategory(CategoryWrite(id: id, name: "B", updatedAt: at)))
-        let (removedInFlight, kept) = Outbox.enqueue(
-            .updateCategory(CategoryWrite(id: id, name: "B", updatedAt: at)), into: [create], inFlight: [1], nextID: 2)
-        #expect(removedInFlight.isEmpty)
-        #expect(kept.change.action == .update)
-        let delete = entry(1, .deleteCategory(DeleteWrite(id: id, updatedAt: at)))
-        let (removedDelete, _) = Outbox.enqueue(
-            .createCategory(CategoryWrite(id: id, name: "C", updatedAt: at)), into: [delete], inFlight: [], nextID: 2)
-        #expect(removedDelete.isEmpty)
-    }
-
     @Test("error bodies decode to the code's case; E008 carries the server's record or tombstone")
     func errorDecoding() throws {
         let conflict = Data(

@@ -39,6 +39,7 @@ final class FaultInjectingURLProtocol: URLProtocol {
         }
         head += "Content-Length: \(body.count)\r\n\r\n"
         let bytes = Array(head.utf8) + Array(body)
+        let sentBody = body
         let method = request.httpMethod ?? "GET"
         Self.forwarding.async {
             switch fault {
@@ -57,11 +58,18 @@ final class FaultInjectingURLProtocol: URLProtocol {
             }
             if case .delayed(let milliseconds) = fault { Thread.sleep(forTimeInterval: Double(milliseconds) / 1000) }
             let raw: RawHTTPResponse
+            let isPush = method == "POST" && url.path == "/v1/sync/push"
             do {
+                // Pushes reach the server one at a time, so the observer knows their order.
+                if isPush { PushObserver.lock.lock() }
+                defer { if isPush { PushObserver.lock.unlock() } }
                 let connection = try RawHTTPClient(port: port)
                 defer { connection.close() }
                 try connection.send(bytes)
                 raw = try connection.readResponse(timeout: .seconds(30), isResponseToHead: method == "HEAD")
+                if isPush && raw.status == 200 {
+                    PushObserver.record(device: String(host.prefix { $0 != "." }), request: sentBody, response: Data(raw.body))
+                }
             } catch {
                 loader.fail(URLError(.cannotConnectToHost))
                 return
@@ -101,7 +109,8 @@ final class FaultInjectingURLProtocol: URLProtocol {
 
     /// The API's error body for an injected status (S001, S002 or S003).
     private static func injectedBody(status: Int) -> Data {
-        let code = status == 429 ? "S001" : status == 503 ? "S003" : "S002"
+        let codes = [400: "E001", 413: "E010", 429: "S001", 503: "S003"]
+        let code = codes[status] ?? "S002"
         return Data(#"{"error":{"code":"\#(code)","message":"injected by the test network"}}"#.utf8)
     }
 

@@ -153,6 +153,12 @@ let package = Package(
         // The Swift client apps use (issue 17): Foundation and GRDB only (its SQLiteStore), and no
         // unsafe flags, so that an app can depend on this package's `LocifyClient` product.
         .target(name: "LocifyClient", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        // bench/client/run: LocifyClient on the 100,000-location account of bench/scale.
+        .executableTarget(
+            name: "LocifyClientBenchmark", dependencies: ["LocifyClient"], path: "bench/client", exclude: ["run"],
+            swiftSettings: strictSettings),
+        // The child process LocifyClientTests' crash test kills with SIGKILL while it edits and syncs.
+        .executableTarget(name: "LocifyClientCrashChild", dependencies: ["LocifyClient"], path: "Tests/LocifyClientCrashChild"),
         .testTarget(
             name: "LocifyClientTests",
             dependencies: [

@@ -73,22 +73,50 @@ final class HistoryRun: Sendable {
     let events: EventLog
     private let state: Mutex<(model: UserModel, history: [UserAction], createdAt: [UUID: Date])>
 
-    init(_ harness: ClientHarness, network: HistoryNetwork, seed: UInt64) async throws {
-        self.harness = harness
-        self.network = network
-        self.seed = seed
-        store = TemporaryStoreFile()
-        device = "h\(network == .faulty ? "f" : "r")\(seed)x\(UInt32.random(in: 0...UInt32.max))"
-        engine = SyncEngine(api: harness.faultyAPI(device: device), store: try store.open())
-        await engine.setMaxRetryAfter(0)
-        await engine.setPullLimit(50)
-        events = await EventLog(engine)
+    /// Whether ``finish()`` removes the store (not when it was handed in).
+    private let ownsStore: Bool
+
+    /// A new device with an empty store, of a user whose account already exists.
+    convenience init(_ harness: ClientHarness, network: HistoryNetwork, seed: UInt64) async throws {
         // The account exists before the device's first sync (so the model knows its default
         // categories); the device sees them only once it has pulled.
         let api = harness.api()
         _ = try await api.me()
         let defaults = UserModel(categories: try await api.allCategories(), locations: [])
-        state = Mutex((defaults, [], [:]))
+        try await self.init(harness, network: network, seed: seed, store: TemporaryStoreFile(), ownsStore: true, model: { _ in defaults })
+    }
+
+    /// A device that goes on from an existing store (a relaunch after a crash): the model starts
+    /// as what the device shows, plus the server's default categories it has not pulled yet.
+    convenience init(resuming store: TemporaryStoreFile, _ harness: ClientHarness, seed: UInt64) async throws {
+        let defaults = try await harness.api().allCategories().filter(\.isDefault)
+        try await self.init(harness, network: .reliable, seed: seed, store: store, ownsStore: false) { engine in
+            let pending = Set(try await engine.pendingChanges().map(\.change.recordID))
+            var categories = try await engine.categories()
+            for category in defaults where !pending.contains(category.id) && !categories.contains(where: { $0.id == category.id }) {
+                categories.append(category)
+            }
+            return UserModel(categories: categories, locations: try await engine.locations())
+        }
+    }
+
+    private init(
+        _ harness: ClientHarness, network: HistoryNetwork, seed: UInt64, store: TemporaryStoreFile, ownsStore: Bool,
+        model: (SyncEngine) async throws -> UserModel
+    ) async throws {
+        self.harness = harness
+        self.network = network
+        self.seed = seed
+        self.store = store
+        self.ownsStore = ownsStore
+        let device = "h\(network == .faulty ? "f" : "r")\(seed)x\(UInt32.random(in: 0...UInt32.max))"
+        let engine = SyncEngine(api: harness.faultyAPI(device: device), store: try store.open())
+        await engine.setMaxRetryAfter(0)
+        await engine.setPullLimit(50)
+        self.device = device
+        self.engine = engine
+        events = await EventLog(engine)
+        state = Mutex((try await model(engine), [], [:]))
         if network == .faulty {
             FaultPlans.set(device: device, failureRate: 0.25, seed: seed &* 7919, kinds: Fault.everyKind)
         }
@@ -97,7 +125,7 @@ final class HistoryRun: Sendable {
     func finish() {
         events.stop()
         FaultPlans.remove(device: device)
-        store.remove()
+        if ownsStore { store.remove() }
     }
 
     var model: UserModel { state.withLock { $0.model } }

@@ -207,7 +207,11 @@ struct WriteHistoryOracle {
                 }
                 supersede(name, write.device, applied: write.stamp, by: winner, &tally)
             case .error:
-                if let category = refusingCategory(mine), let deleted = categoryState(category, before: mine.sequence), deleted.state.isGone {
+                let before = steps.last { $0.sequence < mine.sequence }?.state ?? .absent
+                if write.isDelete && mine.result.error?.code == "E007" && before == .absent {
+                    // A delete of a record the server never had (its create never reached it).
+                    tally.kept += 1
+                } else if let category = refusingCategory(mine), let deleted = categoryState(category, before: mine.sequence), deleted.state.isGone {
                     tally.categoryDeletedElsewhere += deleted.device == write.device ? 0 : 1
                     if deleted.device == write.device { tally.supersededByOwnLaterWrite += 1 }
                 } else {

@@ -160,9 +160,10 @@ let package = Package(
         // bench/json/run: the JSON target against Foundation's JSON, built in release mode into `.build-bench`.
         .executableTarget(
             name: "JSONBenchmark", dependencies: ["JSON"], path: "bench/json", exclude: ["run"], swiftSettings: strictSettings),
-        // The Swift client apps use (issue 17): Foundation and GRDB only (its SQLiteStore), and no
-        // unsafe flags, so that an app can depend on this package's `LocifyClient` product.
-        .target(name: "LocifyClient", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        // The Swift client apps use (issue 17): Foundation, the rules it shares with the server
+        // (LocifyRules) and GRDB (its SQLiteStore), and no unsafe flags, so that an app can depend
+        // on this package's `LocifyClient` product.
+        .target(name: "LocifyClient", dependencies: ["LocifyRules", .product(name: "GRDB", package: "GRDB.swift")]),
         // bench/client/run: LocifyClient on the 100,000-location account of bench/scale.
         .executableTarget(
             name: "LocifyClientBenchmark", dependencies: ["LocifyClient"], path: "bench/client", exclude: ["run"],

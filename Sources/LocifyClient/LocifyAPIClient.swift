@@ -86,7 +86,7 @@ public struct LocifyAPIClient: Sendable {
     /// `reassignTo`. `updatedAt` is when the user deleted it (a newer server record wins: E008).
     public func deleteCategory(id: UUID, updatedAt: Date? = nil, reassignTo: UUID? = nil) async throws {
         var query: [(String, String)] = []
-        if let updatedAt { query.append(("updated_at", RFC3339.format(milliseconds: updatedAt.locifyMilliseconds))) }
+        if let updatedAt { query.append(("updated_at", updatedAt.rfc3339)) }
         if let reassignTo { query.append(("reassign_category_id", reassignTo.lowercased)) }
         _ = try await send(.delete, "/v1/categories/\(id.lowercased)", query: query, kind: .category)
     }
@@ -154,7 +154,7 @@ public struct LocifyAPIClient: Sendable {
     /// `DELETE /v1/locations/{id}`; `updatedAt` is when the user deleted it.
     public func deleteLocation(id: UUID, updatedAt: Date? = nil) async throws {
         var query: [(String, String)] = []
-        if let updatedAt { query.append(("updated_at", RFC3339.format(milliseconds: updatedAt.locifyMilliseconds))) }
+        if let updatedAt { query.append(("updated_at", updatedAt.rfc3339)) }
         _ = try await send(.delete, "/v1/locations/\(id.lowercased)", query: query, kind: .location)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import LocifyRules
 
 /// An offline-first copy of the user's categories and locations, kept in a ``LocalStore`` and
 /// reconciled with the server by ``sync()``.
@@ -128,8 +129,8 @@ public actor SyncEngine {
     /// - Returns: the record as stored locally.
     @discardableResult
     public func saveCategory(id: UUID = UUID(), name: String, icon: String? = nil) async throws -> Category {
-        let name = name.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !name.isEmpty else { throw Self.localError(400, "E001", "name must not be empty") }
+        let fields = try Self.checked { () throws(RuleViolation) in try CategoryFields(name: name, icon: icon) }
+        let name = fields.name, icon = fields.icon
         var transaction = try begin()
         let existing = try transaction.category(id)
         let at = stamp(after: existing?.updatedAt)
@@ -150,27 +151,23 @@ public actor SyncEngine {
     /// - Returns: the record as stored locally.
     @discardableResult
     public func saveLocation(_ draft: LocationDraft) async throws -> Location {
-        let name = draft.name.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !name.isEmpty else { throw Self.localError(400, "E001", "name must not be empty") }
-        guard (-90...90).contains(draft.latitude), (-180...180).contains(draft.longitude) else {
-            throw Self.localError(400, "E003", "coordinates out of range")
+        let fields = try Self.checked { () throws(RuleViolation) in
+            try LocationFields(
+                name: draft.name, address: draft.address, description: draft.description, latitude: draft.latitude,
+                longitude: draft.longitude, isFavorite: draft.isFavorite, imageURLs: draft.imageURLs)
         }
         var transaction = try begin()
-        guard try transaction.category(draft.categoryID) != nil else {
-            throw Self.localError(404, "E007", "category not found")
-        }
+        let categoryIsLive = try transaction.category(draft.categoryID) != nil
+        try Self.checked { () throws(RuleViolation) in try LocationRules.checkCategory(isLive: categoryIsLive) }
         let existing = try transaction.location(draft.id)
         let at = stamp(after: existing?.updatedAt)
-        var write = LocationWrite(
-            id: draft.id, categoryID: draft.categoryID, name: name, address: draft.address,
-            description: draft.description, latitude: draft.latitude, longitude: draft.longitude,
-            isFavorite: draft.isFavorite, imageURLs: draft.imageURLs, updatedAt: at
-        ).normalized
-        write.updatedAt = at
-        write.createdAt = existing?.createdAt ?? at
+        let write = LocationWrite(
+            id: draft.id, categoryID: draft.categoryID, name: fields.name, address: fields.address,
+            description: fields.description, latitude: fields.latitude, longitude: fields.longitude,
+            isFavorite: fields.isFavorite, imageURLs: fields.imageURLs, createdAt: existing?.createdAt ?? at, updatedAt: at)
         var location =
             existing
-            ?? Location(id: draft.id, categoryID: draft.categoryID, name: name, latitude: 0, longitude: 0, createdAt: at, updatedAt: at)
+            ?? Location(id: draft.id, categoryID: draft.categoryID, name: fields.name, latitude: 0, longitude: 0, createdAt: at, updatedAt: at)
         location.categoryID = write.categoryID
         location.name = write.name
         location.address = write.address
@@ -194,7 +191,7 @@ public actor SyncEngine {
     public func deleteLocation(id: UUID) async throws -> Date {
         var transaction = try begin()
         guard let existing = try transaction.location(id) else {
-            throw Self.localError(404, "E007", "location not found")
+            throw LocifyError(RuleViolation.notFound("location"))
         }
         let at = stamp(after: existing.updatedAt)
         transaction.removeLocation(id)
@@ -209,17 +206,16 @@ public actor SyncEngine {
     /// - Returns: the deletion's time.
     @discardableResult
     public func deleteCategory(id: UUID, reassignTo: UUID? = nil) async throws -> Date {
+        if let reassignTo {
+            try Self.checked { () throws(RuleViolation) in try CategoryRules.checkReassignTarget(reassignTo, deleting: id) }
+        }
         var transaction = try begin()
         guard let existing = try transaction.category(id) else {
-            throw Self.localError(404, "E007", "category not found")
+            throw LocifyError(RuleViolation.unknownCategory)
         }
         if let reassignTo {
-            guard reassignTo != id else {
-                throw Self.localError(400, "E001", "reassign_category_id must not be the category being deleted")
-            }
-            guard try transaction.category(reassignTo) != nil else {
-                throw Self.localError(404, "E007", "category not found")
-            }
+            let targetIsLive = try transaction.category(reassignTo) != nil
+            try Self.checked { () throws(RuleViolation) in try CategoryRules.checkReassignTarget(isLive: targetIsLive) }
         }
         let at = stamp(after: existing.updatedAt)
         for locationID in try transaction.locationIDs(inCategory: id) {
@@ -592,9 +588,15 @@ public actor SyncEngine {
         return .unexpectedResponse(status: 0, body: String(describing: error))
     }
 
-    /// The error the server would give, for an edit refused before it leaves the device.
-    static func localError(_ status: Int, _ code: String, _ message: String) -> LocifyError {
-        LocifyError(ServerError(status: status, code: code, message: message))
+    /// Runs the shared rules (LocifyRules, the server's own) on an edit: a write the server
+    /// would refuse is refused at once, with the server's code and message.
+    @discardableResult
+    static func checked<Result>(_ rules: () throws(RuleViolation) -> Result) throws(LocifyError) -> Result {
+        do {
+            return try rules()
+        } catch {
+            throw LocifyError(error)
+        }
     }
 }
 

@@ -184,7 +184,8 @@ struct EngineDefectTests {
         let server = try TestServer.start()
         defer { server.stop() }
         let harness = ClientHarness(server)
-        let a = await Device.make(harness, "a"), b = await Device.make(harness, "b")
+        // a's clock is a minute behind, so b's later rename is newer than a's delete.
+        let a = await Device.make(harness, "a", clockOffset: -60), b = await Device.make(harness, "b")
         defer { a.done(); b.done() }
         let doomed = try await a.engine.saveCategory(name: "Doomed")
         let target = try await a.engine.saveCategory(name: "Target")

@@ -181,6 +181,7 @@ struct WriteHistoryOracle {
             return
         }
         for write in lastWrites {
+            let unexplainedBefore = tally.unexplained.count
             let mine = observations.last {
                 $0.device == write.device && $0.change.kind == key.kind && $0.change.recordID == key.id
                     && $0.change.updatedAt?.locifyMilliseconds == write.stamp
@@ -200,6 +201,7 @@ struct WriteHistoryOracle {
                 }
                 let applied = steps.last { $0.sequence <= mine.sequence }?.state.stamp ?? write.stamp
                 supersede(name, write.device, applied: applied, by: later, &tally)
+                if tally.unexplained.count > unexplainedBefore { tally.unexplained[tally.unexplained.count - 1] += "; steps \(describe(steps))" }
             case .conflict:
                 guard let winner = steps.last(where: { $0.sequence < mine.sequence }) else {
                     tally.unexplained.append("\(name): \(write.device)'s write @\(write.stamp) lost a conflict to nothing observed")
@@ -253,6 +255,9 @@ struct WriteHistoryOracle {
     }
 
     private func describe(_ steps: [Step]) -> String {
-        steps.map { "#\($0.sequence) \($0.device) \($0.byCategoryDelete ? "category delete " : "")-> \($0.state)" }.joined(separator: ", ")
+        steps.map { step in
+            let sent = step.change.updatedAt.map { "@\($0.locifyMilliseconds)" } ?? ""
+            return "#\(step.sequence) \(step.device) \(step.byCategoryDelete ? "category delete" : "\(step.change.action)")\(sent) -> \(step.state)"
+        }.joined(separator: ", ")
     }
 }

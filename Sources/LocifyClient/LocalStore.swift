@@ -11,7 +11,8 @@ import Foundation
 public protocol LocalStore: Sendable {
     /// The cursor, the next outbox id and the user of the copy.
     func metadata() throws -> StoreMetadata
-    /// One live category, with ``Category/locationCount`` counted from the local locations.
+    /// One live category (``Category/locationCount`` as the server last sent it; ``categories()``
+    /// counts the local locations).
     func category(id: UUID) throws -> Category?
     /// One live location.
     func location(id: UUID) throws -> Location?
@@ -182,13 +183,6 @@ public struct LocalSnapshot: Sendable, Hashable {
         if let next = changes.nextOutboxID { metadata.nextOutboxID = max(metadata.nextOutboxID, next) }
         if let userID = changes.userID { metadata.userID = userID }
     }
-
-    /// `category` with its live locations counted.
-    func counted(_ category: Category) -> Category {
-        var category = category
-        category.locationCount = locations.values.reduce(0) { $0 + ($1.categoryID == category.id ? 1 : 0) }
-        return category
-    }
 }
 
 /// Keeps everything in memory: for tests, previews, and apps that persist elsewhere.
@@ -223,9 +217,9 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
     /// The cursor, next outbox id and user.
     public func metadata() throws -> StoreMetadata { locked { $0.metadata } }
 
-    /// One live category, counted.
+    /// One live category.
     public func category(id: UUID) throws -> Category? {
-        locked { snapshot in snapshot.categories[id].map { snapshot.counted($0) } }
+        locked { $0.categories[id] }
     }
 
     /// One live location.

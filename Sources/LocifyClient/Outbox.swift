@@ -180,6 +180,18 @@ struct OutboxState: Sendable, Hashable {
         }
     }
 
+    /// After the server refused or lost the record's create (it has no such record), the next
+    /// pending write of the record becomes a create, so it does not fail as an update of nothing.
+    mutating func promoteToCreate(_ key: RecordKey) {
+        guard var next = entries(of: key).first, next.change.action == .update else { return }
+        switch next.change {
+        case .updateCategory(let write): next.change = .createCategory(write)
+        case .updateLocation(let write): next.change = .createLocation(write)
+        default: return
+        }
+        put(next)
+    }
+
     // MARK: Batches
 
     /// The next batch: at most `limit` entries, none of `excluded` (in flight, or skipped in this

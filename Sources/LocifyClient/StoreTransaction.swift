@@ -91,6 +91,7 @@ struct StoreTransaction {
     }
 
     mutating func removeOutbox(_ id: Int64) { outbox.remove(id) }
+    mutating func promoteToCreate(_ key: RecordKey) { outbox.promoteToCreate(key) }
     mutating func putOutbox(_ entry: OutboxEntry) { outbox.put(entry) }
 
     /// Removes every record without a pending change: the start of a snapshot pull.

@@ -415,6 +415,7 @@ public actor SyncEngine {
                     guard let state = reads.records[key] else { continue }
                     if let state { try transaction.adopt(state) } else { transaction.adoptAbsence(key) }
                 }
+                if known == .some(nil) { transaction.promoteToCreate(entry.key) }
                 if entry.isCategoryDelete { try restore(entry.key.id, reads, in: &transaction) }
             }
         }
@@ -452,11 +453,18 @@ public actor SyncEngine {
 
     private func pullAll(user: String, report: inout SyncReport) async throws {
         var cursor = try loaded().metadata.cursor
+        var prefetched: Task<FeedPage, any Error>?
+        defer { prefetched?.cancel() }
         while true {
             try Self.checkCancellation()
             let page: FeedPage
             do {
-                page = try await patiently { try await self.api.pull(since: cursor, limit: self.pullLimit, asUser: user) }
+                if let next = prefetched {
+                    prefetched = nil
+                    page = try await next.value
+                } else {
+                    page = try await feedPage(since: cursor, user: user)
+                }
             } catch let error as LocifyError where cursor != nil && (error.code == "E009" || error.code == "E001") {
                 // The cursor expired (E009) or the server does not take it (E001): start again
                 // from a snapshot, keeping the unsynced local changes.
@@ -464,6 +472,11 @@ public actor SyncEngine {
                 report.resynced = true
                 cursor = nil
                 continue
+            }
+            if page.hasMore {
+                // The next page travels (and is decoded, off this actor) while this one is stored.
+                let next = page.cursor
+                prefetched = Task { try await self.feedPage(since: next, user: user) }
             }
             var transaction = try begin()
             if cursor == nil { transaction.forgetSyncedRecords() }
@@ -481,6 +494,10 @@ public actor SyncEngine {
             cursor = page.cursor
             if !page.hasMore { return }
         }
+    }
+
+    private func feedPage(since cursor: String?, user: String) async throws -> FeedPage {
+        try await patiently { try await self.api.pull(since: cursor, limit: self.pullLimit, asUser: user) }
     }
 
     // MARK: Plumbing

@@ -50,15 +50,36 @@ enum HistoryNetwork: String, Sendable, CaseIterable, CustomTestStringConvertible
 /// server refused nothing.
 @Suite("LocifyClient model-based histories: one device never loses an edit")
 struct HistoryModelTests {
-    @Test("a random history ends with the device, the reopened store and the server equal to the user's actions",
-          arguments: HistoryNetwork.allCases, HistorySeeds.list)
-    func history(network: HistoryNetwork, seed: UInt64) async throws {
+    /// Histories played at once: enough to keep the machine busy, few enough that the rest of the
+    /// suite, running alongside, still gets threads (parameterized cases would all start at once).
+    static let concurrency = 4
+
+    @Test("random histories end with the device, the reopened store and the server equal to the user's actions")
+    func histories() async throws {
         let server = try HistoryServer.shared.get()
+        let cases = HistoryNetwork.allCases.flatMap { network in HistorySeeds.list.map { (network, $0) } }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var next = cases.makeIterator()
+            func start() {
+                guard let (network, seed) = next.next() else { return }
+                group.addTask { try await Self.history(server, network: network, seed: seed) }
+            }
+            for _ in 0..<Self.concurrency { start() }
+            while try await group.next() != nil { start() }
+        }
+    }
+
+    /// One history; a failure names its seed and network and prints the history.
+    static func history(_ server: TestServer, network: HistoryNetwork, seed: UInt64) async throws {
         let harness = ClientHarness(server, uid: "history-\(network.rawValue)-\(seed)-\(UUID().uuidString.prefix(6))")
         let run = try await HistoryRun(harness, network: network, seed: seed)
         defer { run.finish() }
-        try await run.play(actions: HistorySeeds.actions)
-        try await run.expectFinalStateEqualsModel()
+        do {
+            try await run.play(actions: HistorySeeds.actions)
+            try await run.expectFinalStateEqualsModel()
+        } catch {
+            Issue.record("seed \(seed) over the \(network.rawValue) network stopped: \(error)")
+        }
     }
 }
 

@@ -207,7 +207,9 @@ struct WriteHistoryOracle {
                     tally.unexplained.append("\(name): \(write.device)'s write @\(write.stamp) lost a conflict to nothing observed")
                     continue
                 }
-                supersede(name, write.device, applied: write.stamp, by: winner, &tally)
+                // The server's verdict: the stored record was newer, or as new (the first of two
+                // writes with one time wins the tie).
+                supersede(name, write.device, applied: write.stamp, by: winner, tie: true, &tally)
             case .error:
                 let before = steps.last { $0.sequence < mine.sequence }?.state ?? .absent
                 if write.isDelete && mine.result.error?.code == "E007" && before == .absent {
@@ -239,9 +241,9 @@ struct WriteHistoryOracle {
     /// A write applied at `applied` and then replaced by `step`: legitimate when `step` is newer
     /// (a delete wins a tie), or is a category delete (which the server applies to every location
     /// in the category whatever its time).
-    private func supersede(_ name: String, _ device: String, applied: Int64, by step: Step, _ tally: inout Tally) {
+    private func supersede(_ name: String, _ device: String, applied: Int64, by step: Step, tie: Bool = false, _ tally: inout Tally) {
         let stamp = step.state.stamp ?? .min
-        let newer = stamp > applied || (stamp == applied && step.state.isGone)
+        let newer = stamp > applied || (stamp == applied && (step.state.isGone || tie))
         if step.byCategoryDelete && step.device != device {
             tally.categoryDeletedElsewhere += 1
         } else if !newer && !step.byCategoryDelete {

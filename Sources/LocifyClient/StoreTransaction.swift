@@ -94,13 +94,14 @@ struct StoreTransaction {
     mutating func promoteToCreate(_ key: RecordKey) { outbox.promoteToCreate(key) }
     mutating func putOutbox(_ entry: OutboxEntry) { outbox.put(entry) }
 
-    /// Removes every record without a pending change: the start of a snapshot pull.
-    mutating func forgetSyncedRecords() {
+    /// Removes every record without a pending change, but those of `seen`: the start of a
+    /// resync (nothing seen yet), or the end of a first pull (what its snapshot held).
+    mutating func forgetSyncedRecords(except seen: Set<RecordKey> = []) {
         var kept = LocalChanges.RecordReset(keptCategoryIDs: [], keptLocationIDs: [])
-        for entry in outbox.ordered {
-            switch entry.key.kind {
-            case .category: kept.keptCategoryIDs.insert(entry.key.id)
-            case .location: kept.keptLocationIDs.insert(entry.key.id)
+        for key in seen.union(outbox.ordered.map(\.key)) {
+            switch key.kind {
+            case .category: kept.keptCategoryIDs.insert(key.id)
+            case .location: kept.keptLocationIDs.insert(key.id)
             }
         }
         categoryEdits = categoryEdits.filter { kept.keptCategoryIDs.contains($0.key) }

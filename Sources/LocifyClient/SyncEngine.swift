@@ -453,40 +453,40 @@ public actor SyncEngine {
 
     private func pullAll(user: String, report: inout SyncReport) async throws {
         var cursor = try loaded().metadata.cursor
-        var prefetched: Task<FeedPage, any Error>?
-        defer { prefetched?.cancel() }
+        // A resync starts by forgetting the synced records (the snapshot brings back what is still
+        // there). A store's first pull instead keeps them while it runs (forgetting them would hide
+        // the user's places until the last page arrived) and, once the whole snapshot has arrived
+        // in this sync, drops those it did not contain (deleted elsewhere meanwhile).
+        var resyncing = false
+        var firstPullSeen: Set<RecordKey>? = cursor == nil ? [] : nil
         while true {
             try Self.checkCancellation()
             let page: FeedPage
             do {
-                if let next = prefetched {
-                    prefetched = nil
-                    page = try await next.value
-                } else {
-                    page = try await feedPage(since: cursor, user: user)
-                }
+                page = try await feedPage(since: cursor, user: user)
             } catch let error as LocifyError where cursor != nil && (error.code == "E009" || error.code == "E001") {
                 // The cursor expired (E009) or the server does not take it (E001): start again
                 // from a snapshot, keeping the unsynced local changes.
                 emit(.resyncStarted)
                 report.resynced = true
+                resyncing = true
                 cursor = nil
                 continue
             }
-            if page.hasMore {
-                // The next page travels (and is decoded, off this actor) while this one is stored.
-                let next = page.cursor
-                prefetched = Task { try await self.feedPage(since: next, user: user) }
-            }
             var transaction = try begin()
-            if cursor == nil { transaction.forgetSyncedRecords() }
+            if cursor == nil && resyncing {
+                transaction.forgetSyncedRecords()
+                firstPullSeen = nil
+            }
             for change in page.changes {
+                if let kind = change.kind, let id = change.id { firstPullSeen?.insert(RecordKey(kind: kind, id: id)) }
                 switch change {
                 case .upsert(let state): try transaction.adopt(state)
                 case .delete(let kind, let tombstone): try transaction.adopt(.tombstone(kind, tombstone))
                 case .unrecognized(let type, let action): transaction.events.append(.unrecognized("feed change \(type) \(action)"))
                 }
             }
+            if !page.hasMore, let seen = firstPullSeen { transaction.forgetSyncedRecords(except: seen) }
             transaction.setCursor(page.cursor)
             try commit(&transaction)
             report.pulled += page.changes.count

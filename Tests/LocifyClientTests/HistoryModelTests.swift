@@ -5,14 +5,14 @@ import Testing
 import TestSupport
 import TestSupportServer
 
-/// The seeds of the model-based history test: 50 per network in CI; `LOCIFY_CLIENT_HISTORY_SEEDS=<n>`
+/// The seeds of the model-based history test: 25 per network in CI (50 histories); `LOCIFY_CLIENT_HISTORY_SEEDS=<n>`
 /// (scripts/client-soak) runs n from `LOCIFY_CLIENT_HISTORY_FIRST_SEED` (default 10000) instead,
 /// and `LOCIFY_CLIENT_HISTORY_ACTIONS` sets the actions per history (default 300).
 enum HistorySeeds {
     static var list: [UInt64] {
         let environment = ProcessInfo.processInfo.environment
         guard let text = environment["LOCIFY_CLIENT_HISTORY_SEEDS"], let count = UInt64(text), count > 0 else {
-            return Array(1...50)
+            return Array(1...25)
         }
         let first = environment["LOCIFY_CLIENT_HISTORY_FIRST_SEED"].flatMap { UInt64($0) } ?? 10_000
         return (0..<count).map { first + $0 }
@@ -52,7 +52,7 @@ enum HistoryNetwork: String, Sendable, CaseIterable, CustomTestStringConvertible
 struct HistoryModelTests {
     /// Histories played at once: enough to keep the machine busy, few enough that the rest of the
     /// suite, running alongside, still gets threads (parameterized cases would all start at once).
-    static let concurrency = 4
+    static let concurrency = 8
 
     @Test("random histories end with the device, the reopened store and the server equal to the user's actions")
     func histories() async throws {
@@ -203,7 +203,9 @@ final class HistoryRun: Sendable {
         do {
             try await body()
         } catch {
-            Issue.record("the device refused \(action): \(error)\nThe device differs from the model:\n\(try await deviceDifference())\n\(context)")
+            let difference = try await deviceDifference()
+            let recent = events.all.filter { if case .pushed = $0 { false } else { true } }.suffix(80).map { String(String(describing: $0).prefix(160)) }.joined(separator: "\n")
+            Issue.record("the device refused \(action): \(error)\nThe device differs from the model:\n\(difference)\n\(context)\nThe last events:\n\(recent)")
             throw error
         }
     }

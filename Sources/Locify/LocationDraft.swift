@@ -61,7 +61,7 @@ public struct LocationDraft: Sendable, Equatable {
 
     /// Whether this write carries the same editable content as `stored` (idempotent replay test).
     public func hasSameContent(as stored: Location) -> Bool {
-        categoryID == stored.categoryID && name == stored.name && address == stored.address
+        categoryID == stored.ownCategoryID && name == stored.name && address == stored.address
             && description == stored.description && latitude == stored.latitude
             && longitude == stored.longitude && isFavorite == stored.isFavorite && imageURLs == stored.imageURLs
     }

@@ -13,16 +13,18 @@ public enum CategoryRules {
     }
 
     /// A delete's `reassign_category_id` must not be the category being deleted (E001). Checked
-    /// before `checkReassignTarget(isLive:)`.
+    /// before `checkReassignTarget(isKnown:)`.
     public static func checkReassignTarget<ID: Equatable>(_ target: ID, deleting deleted: ID) throws(RuleViolation) {
         if target == deleted {
             throw .invalidInput(field: "reassign_category_id", reason: "must not be the category being deleted")
         }
     }
 
-    /// A delete's `reassign_category_id` must name one of the user's live categories (E007).
-    public static func checkReassignTarget(isLive: Bool) throws(RuleViolation) {
-        if !isLive { throw .unknownCategory }
+    /// A delete's `reassign_category_id` must name a category the user has or had (E007 when it
+    /// never existed); a deleted one is accepted, its locations then follow that category's state
+    /// (openapi.yaml, "Writes in any order").
+    public static func checkReassignTarget(isKnown: Bool) throws(RuleViolation) {
+        if !isKnown { throw .unknownCategory }
     }
 }
 

@@ -52,7 +52,10 @@ public enum LocationRules {
         return urls
     }
 
-    /// A location's `category_id` must name one of the user's live categories (E007).
+    /// A location's `category_id` must name one of the user's live categories (E007). (A write
+    /// naming a category deleted with a reassign is shown in the target instead, and one naming a
+    /// category deleted with a cascade is answered E007 but kept: openapi.yaml, "Writes in any
+    /// order".)
     public static func checkCategory(isLive: Bool) throws(RuleViolation) {
         if !isLive { throw .unknownCategory }
     }

@@ -81,7 +81,7 @@ struct SharedRulesTests {
         #expect(throws: RuleViolation.invalidInput(field: "reassign_category_id", reason: "must not be the category being deleted")) {
             try CategoryRules.checkReassignTarget(id, deleting: id)
         }
-        #expect(throws: RuleViolation.unknownCategory) { try CategoryRules.checkReassignTarget(isLive: false) }
+        #expect(throws: RuleViolation.unknownCategory) { try CategoryRules.checkReassignTarget(isKnown: false) }
         #expect(throws: RuleViolation.unknownCategory) { try LocationRules.checkCategory(isLive: false) }
     }
 }

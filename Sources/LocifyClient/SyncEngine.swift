@@ -214,8 +214,8 @@ public actor SyncEngine {
             throw LocifyError(RuleViolation.unknownCategory)
         }
         if let reassignTo {
-            let targetIsLive = try transaction.category(reassignTo) != nil
-            try Self.checked { () throws(RuleViolation) in try CategoryRules.checkReassignTarget(isLive: targetIsLive) }
+            let targetIsKnown = try transaction.category(reassignTo) != nil
+            try Self.checked { () throws(RuleViolation) in try CategoryRules.checkReassignTarget(isKnown: targetIsKnown) }
         }
         let at = stamp(after: existing.updatedAt)
         for locationID in try transaction.locationIDs(inCategory: id) {

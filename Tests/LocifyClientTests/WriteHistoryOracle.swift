@@ -109,11 +109,15 @@ struct WriteHistoryOracle {
         /// Removed, moved or refused because another device deleted the category (the server
         /// applies a category delete to every live location in it, whatever its time).
         var categoryDeletedElsewhere = 0
+        /// Records whose history has a reassign into a category that was itself deleted: the
+        /// server's chain-following rule (openapi.yaml, "Writes in any order", since 31f93a6) is
+        /// not modelled here yet, so they are listed apart, not counted as kept or lost.
+        var notModelled: [String] = []
         var unexplained: [String] = []
 
         var description: String {
             "kept \(kept) superseded \(supersededByOtherDevice) own-later \(supersededByOwnLaterWrite)"
-                + " category-deleted-elsewhere \(categoryDeletedElsewhere) unexplained \(unexplained.count)"
+                + " category-deleted-elsewhere \(categoryDeletedElsewhere) not-modelled \(notModelled.count) unexplained \(unexplained.count)"
         }
     }
 
@@ -129,28 +133,67 @@ struct WriteHistoryOracle {
         }
     }
 
-    /// The server's state of `key` after each observed change that altered it.
+    /// The server's state of `key` after each observed change that altered it, by the rules of
+    /// openapi.yaml ("Writes in any order"): a category delete does not restamp its locations; a
+    /// location shows where its own newest write put it: in that category while it lives, in the
+    /// reassign target (followed) or deleted with a cascade once it is deleted, and back in it when
+    /// the category comes back.
     func timeline(of key: RecordKey) -> [Step] {
         var state = State.absent
         var steps: [Step] = []
+        // The category the location's own newest write named, and that write's time.
+        var home: UUID?
+        var ownStamp: Int64 = .min
         for observation in observations {
             let change = observation.change
             if change.kind == key.kind && change.recordID == key.id {
                 guard observation.result.status == .applied, let record = observation.result.record else { continue }
                 let next = State(record)
+                switch change {
+                case .createLocation(let write), .updateLocation(let write):
+                    home = write.categoryID
+                    ownStamp = next.stamp ?? ownStamp
+                case .deleteLocation:
+                    home = nil
+                default:
+                    break
+                }
                 if next != state {
                     steps.append(Step(sequence: observation.sequence, device: observation.device, state: next, byCategoryDelete: false, change: change))
                     state = next
                 }
             } else if key.kind == .location, case .deleteCategory(let delete) = change, case .live(let category?, let stamp) = state,
-                category == delete.id, let deletedAt = effectiveDelete(observation)
+                category == delete.id, effectiveDelete(observation) != nil
             {
-                let at = max(stamp, deletedAt)
-                state = delete.reassignCategoryID.map { .live(category: $0, stamp: at) } ?? .tombstone(stamp: at)
+                state = delete.reassignCategoryID.map { .live(category: $0, stamp: stamp) } ?? .tombstone(stamp: stamp)
+                steps.append(Step(sequence: observation.sequence, device: observation.device, state: state, byCategoryDelete: true, change: change))
+            } else if key.kind == .location, change.kind == .category, change.action != .delete, let home, change.recordID == home,
+                revives(observation), state != .live(category: home, stamp: ownStamp), ownStamp != .min
+            {
+                state = .live(category: home, stamp: ownStamp)
                 steps.append(Step(sequence: observation.sequence, device: observation.device, state: state, byCategoryDelete: true, change: change))
             }
         }
         return steps
+    }
+
+    /// Whether one of these steps moved the location into a category that was deleted at some point.
+    private func reassignsIntoDeletedCategory(_ steps: [Step]) -> Bool {
+        steps.contains { step in
+            guard step.byCategoryDelete, case .deleteCategory(let delete) = step.change, let target = delete.reassignCategoryID else {
+                return false
+            }
+            return categoryTimelines[target]?.contains { $0.state.isGone } ?? false
+        }
+    }
+
+    /// Whether a category write brought a deleted category back.
+    private func revives(_ observation: PushObserver.Observation) -> Bool {
+        guard let steps = categoryTimelines[observation.change.recordID],
+            let index = steps.firstIndex(where: { $0.sequence == observation.sequence }), index > 0
+        else { return false }
+        if case .tombstone = steps[index - 1].state, case .live = steps[index].state { return true }
+        return false
     }
 
     /// The deletion time of a category delete that turned a live category into a tombstone.
@@ -174,8 +217,12 @@ struct WriteHistoryOracle {
         let key = RecordKey(kind: kind, id: id)
         let steps = key.kind == .category ? (categoryTimelines[key.id] ?? timeline(of: key)) : timeline(of: key)
         let replayed = steps.last?.state ?? .absent
-        let sameEnd = finalIsListing ? (replayed.isGone && final.isGone) || replayed == final : replayed == final
+        let sameEnd = (replayed.isGone && final.isGone) || replayed == final
         let name = "\(key.kind) \(key.id.uuidString.prefix(8))"
+        if key.kind == .location && reassignsIntoDeletedCategory(steps) {
+            if !sameEnd { tally.notModelled.append("\(name): ends in \(replayed), the server holds \(final); steps \(describe(steps))") }
+            return
+        }
         if !sameEnd {
             tally.unexplained.append("\(name): the observed pushes end in \(replayed), the server holds \(final); steps \(describe(steps))")
             return

@@ -18,7 +18,9 @@ let package = Package(
         .library(name: "LocifyClient", targets: ["LocifyClient"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // LocifyClient's SQLiteStore (system SQLite: Debian's libsqlite3-dev on Linux).
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .systemLibrary(
@@ -158,10 +160,22 @@ let package = Package(
         // bench/json/run: the JSON target against Foundation's JSON, built in release mode into `.build-bench`.
         .executableTarget(
             name: "JSONBenchmark", dependencies: ["JSON"], path: "bench/json", exclude: ["run"], swiftSettings: strictSettings),
-        // The Swift client apps use (issue 17): Foundation only, and no unsafe flags, so that an
-        // app can depend on this package's `LocifyClient` product.
-        .target(name: "LocifyClient"),
-        .testTarget(name: "LocifyClientTests", dependencies: ["LocifyClient", "TestSupport", "TestSupportServer"], swiftSettings: strictSettings),
+        // The Swift client apps use (issue 17): Foundation, the rules it shares with the server
+        // (LocifyRules) and GRDB (its SQLiteStore), and no unsafe flags, so that an app can depend
+        // on this package's `LocifyClient` product.
+        .target(name: "LocifyClient", dependencies: ["LocifyRules", .product(name: "GRDB", package: "GRDB.swift")]),
+        // bench/client/run: LocifyClient on the 100,000-location account of bench/scale.
+        .executableTarget(
+            name: "LocifyClientBenchmark", dependencies: ["LocifyClient"], path: "bench/client", exclude: ["run"],
+            swiftSettings: strictSettings),
+        // The child process LocifyClientTests' crash test kills with SIGKILL while it edits and syncs.
+        .executableTarget(name: "LocifyClientCrashChild", dependencies: ["LocifyClient"], path: "Tests/LocifyClientCrashChild"),
+        .testTarget(
+            name: "LocifyClientTests",
+            dependencies: [
+                "LocifyClient", "TestSupport", "TestSupportServer", "LocifyAPI", "HTTPServer", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strictSettings),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -118,6 +118,32 @@ struct ServerView: Sendable, Equatable {
         return view
     }
 
+    /// The records that differ, one line each ("device" is this view, "server" the other).
+    func difference(from server: ServerView, explain: (RecordKind, UUID) -> String = { _, _ in "" }) -> String {
+        var lines: [String] = []
+        for id in Set(categories.keys).union(server.categories.keys) where categories[id] != server.categories[id] {
+            lines.append(
+                "category \(id.uuidString.prefix(8)): device \(Self.describe(categories[id])), server \(Self.describe(server.categories[id]))"
+                    + " \(explain(.category, id))")
+        }
+        for id in Set(locations.keys).union(server.locations.keys) where locations[id] != server.locations[id] {
+            lines.append(
+                "location \(id.uuidString.prefix(8)): device \(Self.describe(locations[id])), server \(Self.describe(server.locations[id]))"
+                    + " \(explain(.location, id))")
+        }
+        return lines.sorted().joined(separator: "\n")
+    }
+
+    private static func describe(_ category: Category?) -> String {
+        guard let category else { return "nothing" }
+        return "\(category.name) v\(category.version) @\(category.updatedAt.locifyMilliseconds)"
+    }
+
+    private static func describe(_ location: Location?) -> String {
+        guard let location else { return "nothing" }
+        return "\(location.name) in \(location.categoryID.uuidString.prefix(4)) v\(location.version) @\(location.updatedAt.locifyMilliseconds)"
+    }
+
     static func device(_ engine: SyncEngine) async throws -> ServerView {
         let snapshot = try await engine.localSnapshot()
         return ServerView(categories: snapshot.categories, locations: snapshot.locations).comparable

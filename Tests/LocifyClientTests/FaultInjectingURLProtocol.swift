@@ -65,10 +65,12 @@ final class FaultInjectingURLProtocol: URLProtocol {
                 defer { if isPush { PushObserver.lock.unlock() } }
                 let connection = try RawHTTPClient(port: port)
                 defer { connection.close() }
+                let sent = Date()
                 try connection.send(bytes)
                 raw = try connection.readResponse(timeout: .seconds(30), isResponseToHead: method == "HEAD")
                 if isPush && raw.status == 200 {
-                    PushObserver.record(device: String(host.prefix { $0 != "." }), request: sentBody, response: Data(raw.body))
+                    PushObserver.record(
+                        device: String(host.prefix { $0 != "." }), request: sentBody, response: Data(raw.body), sent: sent, received: Date())
                 }
             } catch {
                 loader.fail(URLError(.cannotConnectToHost))

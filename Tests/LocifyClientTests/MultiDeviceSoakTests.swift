@@ -71,7 +71,11 @@ struct MultiDeviceSoakTests {
         let harness = ClientHarness(server)
         let api = harness.api()
         var start = try await api.pull(since: nil)
-        while start.hasMore { start = try await api.pull(since: start.cursor) }
+        var initial = start.changes
+        while start.hasMore {
+            start = try await api.pull(since: start.cursor)
+            initial += start.changes
+        }
 
         var generator = SeededGenerator(seed: seed)
         let deviceCount = 3 + Int(seed % 4)
@@ -117,9 +121,13 @@ struct MultiDeviceSoakTests {
         for _ in 0..<2 {
             for device in devices { try await Self.syncToTheEnd(device) }
         }
-        try await expectConverged(devices, api)
-        let tally = try await Self.expectNoWriteLost(
-            oracle, PushObserver.take(devices.map(\.name)), api, since: shortRetention ? nil : start.cursor)
+        let initialRecords = initial.compactMap { change -> RecordState? in
+            if case .upsert(let record) = change { return record }
+            return nil
+        }
+        let history = WriteHistoryOracle(initial: initialRecords, PushObserver.take(devices.map(\.name)))
+        try await expectConverged(devices, api, explain: { kind, id in history.history(kind, id) })
+        let tally = try await Self.expectNoWriteLost(oracle, history, api, since: shortRetention ? nil : start.cursor)
         let counts = devices.map { FaultPlans.counts(device: $0.name) }
         let failures = counts.map(\.failures).reduce(0, +)
         #expect(failures > 0, "the network failed some requests")
@@ -219,9 +227,9 @@ struct MultiDeviceSoakTests {
     /// superseded by a named write (see ``WriteHistoryOracle``). Nothing is excused: a write the
     /// oracle cannot account for fails the seed.
     static func expectNoWriteLost(
-        _ oracle: WriteOracle, _ observations: [PushObserver.Observation], _ api: LocifyAPIClient, since cursor: String?
+        _ oracle: WriteOracle, _ history: WriteHistoryOracle, _ api: LocifyAPIClient, since cursor: String?
     ) async throws -> WriteHistoryOracle.Tally {
-        var final: [WriteOracle.Key: WriteHistoryOracle.State] = [:]
+        var final: [WriteOracle.Key: WriteHistoryOracle.Final] = [:]
         if let cursor {
             var next: String? = cursor
             while let since = next {
@@ -229,7 +237,7 @@ struct MultiDeviceSoakTests {
                 for change in page.changes {
                     switch change {
                     case .upsert(let state): final[.init(kind: state.kind, id: state.id)] = .init(state)
-                    case .delete(let kind, let tombstone): final[.init(kind: kind, id: tombstone.id)] = .tombstone(stamp: tombstone.deletedAt.locifyMilliseconds)
+                    case .delete(let kind, let tombstone): final[.init(kind: kind, id: tombstone.id)] = .init(.tombstone(kind, tombstone))
                     case .unrecognized: Issue.record("the feed sent \(change)")
                     }
                 }
@@ -240,14 +248,15 @@ struct MultiDeviceSoakTests {
             for category in live.categories.values { final[.init(kind: .category, id: category.id)] = .init(.category(category)) }
             for location in live.locations.values { final[.init(kind: .location, id: location.id)] = .init(.location(location)) }
         }
-        let history = WriteHistoryOracle(observations)
         var tally = WriteHistoryOracle.Tally()
+        tally.clampedAmbiguous = history.clampedAmbiguous
+        tally.unexplained = history.departures.map { "the server departs from the rules: \($0)" }
         for (key, writes) in oracle.all {
             var last: [String: WriteOracle.Write] = [:]
             for write in writes where write.stamp >= (last[write.device]?.stamp ?? .min) { last[write.device] = write }
             history.account(
                 key.kind, key.id, lastWrites: last.values.map { ($0.device, $0.stamp, $0.isDelete) },
-                final: final[key] ?? .absent, finalIsListing: cursor == nil, into: &tally)
+                final: final[key] ?? .absent, purged: cursor == nil, into: &tally)
         }
         #expect(tally.unexplained.isEmpty, "\(tally.unexplained.count) writes lost:\n\(tally.unexplained.joined(separator: "\n"))")
         return tally

@@ -1,10 +1,12 @@
 import Synchronization
 
 /// The server-wide budget for request bodies held in memory (`maxBufferedBodyBytes`), and the
-/// share of it each client may hold (`maxBufferedBodyBytesPerClient`): a client being the owner
-/// the application named when it admitted the body (e.g. the authenticated user), or else the
-/// address the body came from. The shares keep one host, or one account, from holding the whole
-/// budget with slow uploads while everybody else's writes are refused.
+/// share of it each client may hold (`maxBufferedBodyBytesPerClient`) with bodies received after
+/// their head: a client being the owner the application named when it admitted the body (e.g.
+/// the authenticated user), or else the address the body came from. The shares keep one host, or
+/// one account, from holding the whole budget with slow uploads while everybody else's writes
+/// are refused. A body that arrived whole with its head cannot trickle: it has no holder and
+/// counts only against the budget.
 final class BodyBudget: Sendable {
     /// Whom reserved bytes are charged to.
     enum Holder: Hashable, Sendable {
@@ -36,26 +38,31 @@ final class BodyBudget: Sendable {
         self.counters = counters
     }
 
-    /// Reserves `bytes` for `holder`; nothing is reserved unless the outcome is `.reserved`.
-    func reserve(_ bytes: Int, for holder: Holder) -> Outcome {
+    /// Reserves `bytes` for `holder` (nil: no share); nothing is reserved unless the outcome is
+    /// `.reserved`.
+    func reserve(_ bytes: Int, for holder: Holder?) -> Outcome {
         guard bytes > 0 else { return .reserved }
         return held.withLock { held in
             // The server being full comes first: 429 only while others can still be admitted.
             guard bytes <= budget - counters.bufferedBodyBytes.load(ordering: .relaxed) else { return .overBudget }
-            let holding = held[holder, default: 0]
-            guard bytes <= share - holding else { return .overShare }
+            if let holder {
+                let holding = held[holder, default: 0]
+                guard bytes <= share - holding else { return .overShare }
+                held[holder] = holding + bytes
+            }
             counters.bufferedBodyBytes.add(bytes, ordering: .relaxed)
-            held[holder] = holding + bytes
             return .reserved
         }
     }
 
     /// Returns `bytes` reserved for `holder`.
-    func release(_ bytes: Int, for holder: Holder) {
+    func release(_ bytes: Int, for holder: Holder?) {
         guard bytes > 0 else { return }
         held.withLock { held in
-            let remaining = held[holder, default: 0] - bytes
-            held[holder] = remaining > 0 ? remaining : nil
+            if let holder {
+                let remaining = held[holder, default: 0] - bytes
+                held[holder] = remaining > 0 ? remaining : nil
+            }
             counters.bufferedBodyBytes.subtract(bytes, ordering: .relaxed)
         }
     }

@@ -47,9 +47,9 @@ final class Connection: @unchecked Sendable {
 
     /// Bytes of the server's body budget this connection holds: its current request's body,
     /// reserved when the body was admitted on its head, until the response is queued or the
-    /// connection closes; charged to `bodyHolder`.
+    /// connection closes; charged to `bodyHolder` (nil: to no client's share).
     var reservedBodyBytes = 0
-    var bodyHolder: BodyBudget.Holder = .address("")
+    var bodyHolder: BodyBudget.Holder?
     /// The application's decision about `headAwaitingDecision`, made on a worker; the loop
     /// applies it when the connection comes back.
     var workerDecision: HTTPBodyAdmission?
@@ -128,15 +128,15 @@ final class Connection: @unchecked Sendable {
     }
 
     /// Decides about the body `head` announces before any of it is reserved or parsed. A body
-    /// that arrived whole with its head is only reserved (charged to the client's address: it
-    /// can no longer trickle); any other is the application's decision (`HTTPResponder.admitBody`),
+    /// that arrived whole with its head is only reserved (in no client's share: it can no longer
+    /// trickle); any other is the application's decision (`HTTPResponder.admitBody`),
     /// asked here without blocking and, when it needs to block, on a worker
     /// (`headAwaitingDecision`). Loop thread only.
     private func judgeBody(
         of head: HTTPRequest, expectsContinue: Bool, bytesInHand: Int, now: Int64, context: ServerContext
     ) {
         if let length = parser.bodyContentLength, length <= bytesInHand {
-            _ = reserveBody(length, for: .address(info.clientAddress), now: now, context: context)
+            _ = reserveBody(length, for: nil, now: now, context: context)
             return
         }
         let decision = context.responder.admitBody(of: head, connection: info, mayBlock: false)
@@ -179,7 +179,7 @@ final class Connection: @unchecked Sendable {
 
     /// Reserves `bytes` of the body budget for `holder` and starts the body's clock; when they do
     /// not fit, queues the 429 (the holder's share) or the 503 (the budget) and returns false.
-    private func reserveBody(_ bytes: Int, for holder: BodyBudget.Holder, now: Int64, context: ServerContext) -> Bool {
+    private func reserveBody(_ bytes: Int, for holder: BodyBudget.Holder?, now: Int64, context: ServerContext) -> Bool {
         releaseBodyBudget(context: context)
         bodyAdmitted = true
         bodyAdmittedAt = now

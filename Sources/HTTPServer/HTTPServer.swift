@@ -50,7 +50,7 @@ public final class HTTPServer: Sendable {
         guard lifecycle.withLock({ if case .idle = $0 { return true } else { return false } }) else {
             throw HTTPServerError.alreadyStarted
         }
-        try OpenFileLimit.raise(to: Self.fileDescriptorsNeeded(by: configuration))
+        try Self.raiseOpenFileLimit(for: configuration)
         let listenFD = try SocketIO.makeListener(
             host: configuration.host, port: configuration.port, backlog: configuration.backlog)
         let runtime: Runtime
@@ -133,6 +133,13 @@ public final class HTTPServer: Sendable {
     /// standard streams).
     public static func fileDescriptorsNeeded(by configuration: HTTPServerConfiguration) -> Int {
         configuration.maxConnections + configuration.reservedFileDescriptors + 2 * configuration.ioThreads + 8
+    }
+
+    /// Raises the process's soft open-file limit (`RLIMIT_NOFILE`) to what a server with
+    /// `configuration` needs; throws `openFileLimit` when the hard limit is lower. `start()` does
+    /// it too; an application may call it first, to refuse to start before anything else.
+    public static func raiseOpenFileLimit(for configuration: HTTPServerConfiguration) throws(HTTPServerError) {
+        try OpenFileLimit.raise(to: fileDescriptorsNeeded(by: configuration))
     }
 
     /// Stops gracefully: stops accepting (new connections are refused), closes idle keep-alive

@@ -30,10 +30,12 @@ public struct HTTPServerConfiguration: Sendable {
     /// counted: they are bounded per connection by the limits above.
     /// At least `maxBodyBytes`. Default `268_435_456` (256 MiB).
     public var maxBufferedBodyBytes: Int = 268_435_456
-    /// Most of the body budget one client holds at once: the owner the application names when it
-    /// admits a body (the authenticated user), or else the client address (`ClientAddress`). A body
-    /// past it is answered 429 with `Retry-After`, before it is read, and the connection closed.
-    /// At least `maxBodyBytes`. Default `16_777_216` (16 MiB).
+    /// Most of the body budget one client holds at once with bodies received after their head:
+    /// the owner the application names when it admits a body (the authenticated user), or else
+    /// the client address (`ClientAddress`). A body past it is answered 429 with `Retry-After`,
+    /// before it is read, and the connection closed. (A body that arrives whole with its head
+    /// counts only against `maxBufferedBodyBytes`.) At least `maxBodyBytes`. Default
+    /// `16_777_216` (16 MiB).
     public var maxBufferedBodyBytesPerClient: Int = 16_777_216
     /// The slowest a body may arrive once `bodyRateGracePeriod` has passed since it was admitted:
     /// a body still arriving then must have averaged this many bytes per second since its

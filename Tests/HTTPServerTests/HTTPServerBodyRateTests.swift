@@ -9,20 +9,16 @@ import TestSupport
 @Suite("HTTPServer: a body slower than the minimum rate is cut off")
 struct HTTPServerBodyRateTests {
     private func withManualClockServer(_ body: (HTTPTestServer, ManualClock<Duration>) throws -> Void) throws {
-        let manual = ManualClock<Duration>(.seconds(1000))
-        try withHTTPTestServer(configure: {
-            $0.clock = manual.httpClock
-            $0.minBodyBytesPerSecond = 1024
-            $0.bodyRateGracePeriod = .seconds(10)
-            $0.bodyReadTimeout = .seconds(30)
-        }) { server in
-            try body(server, manual)
-        }
+        try HTTPServerTests.withManualClockServer(
+            configure: {
+                $0.minBodyBytesPerSecond = 1024
+                $0.bodyRateGracePeriod = .seconds(10)
+                $0.bodyReadTimeout = .seconds(30)
+            }, body)
     }
 
-    private func send(_ bytes: String, on client: RawHTTPClient) throws {
-        try client.send(bytes)
-        #expect(client.staysQuiet(for: .milliseconds(200)), "the server answered or closed early")
+    private func send(_ bytes: String, on client: RawHTTPClient, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try sendLettingServerRead(bytes, on: client, sourceLocation: sourceLocation)
     }
 
     private static let head = "POST /upload HTTP/1.1\r\nHost: h\r\nContent-Length: 100000\r\n\r\n"
@@ -73,12 +69,10 @@ struct HTTPServerBodyRateTests {
 
     @Test("with the minimum rate off, only the body inactivity timeout applies")
     func rateOff() throws {
-        let manual = ManualClock<Duration>(.seconds(1000))
-        try withHTTPTestServer(configure: {
-            $0.clock = manual.httpClock
+        try HTTPServerTests.withManualClockServer(configure: {
             $0.minBodyBytesPerSecond = 0
             $0.bodyReadTimeout = .seconds(30)
-        }) { server in
+        }) { server, manual in
             let client = try server.client()
             try send(Self.head, on: client)
             for _ in 0..<4 {

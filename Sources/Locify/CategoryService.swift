@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LocifyRules
 import Postgres
 import Primitives
 
@@ -44,9 +45,9 @@ public struct CategoryService: Sendable {
         try records.delete(
             caller, id: id, updatedAt: updatedAt,
             check: {
-                if reassignTo == id {
-                    throw LocifyError.invalid("reassign_category_id", "must not be the category being deleted")
-                }
+                guard let reassignTo else { return }
+                try LocifyError.applying(
+                    { (target) throws(RuleViolation) in try CategoryRules.checkReassignTarget(target, deleting: id) }, to: reassignTo)
             },
             beforeTombstone: { connection, stored, at, stamp in
                 try removeContents(connection, caller.userID, category: stored, reassignTo: reassignTo, at: at, stamp: stamp)
@@ -59,9 +60,7 @@ public struct CategoryService: Sendable {
     ) throws {
         var jobs = CleanupJob.categoryFolders(userID: userID, id: category.id)
         if let target = reassignTo {
-            guard try CategoryStore.isLive(connection, userID: userID, id: target) else {
-                throw LocifyError.notFound("category")
-            }
+            try LocifyError.applying(CategoryRules.checkReassignTarget(isLive:), to: CategoryStore.isLive(connection, userID: userID, id: target))
             try LocationStore.moveAll(connection, userID: userID, from: category.id, to: target, at: at, stamp: stamp)
         } else {
             let removed = try LocationStore.tombstoneAll(connection, userID: userID, in: category.id, at: at, stamp: stamp)

@@ -1,7 +1,5 @@
-import Primitives
+import LocifyRules
 import Testing
-
-@testable import Locify
 
 @Suite("Last write wins (openapi.yaml)")
 struct LastWriteWinsTests {

@@ -1,5 +1,3 @@
-import Primitives
-
 /// The last-write-wins rule of openapi.yaml, as one pure function.
 ///
 /// Every single-record write (create/upsert, replace, delete) of categories and locations, from

@@ -44,11 +44,14 @@ final class Acceptor: Sendable {
             if open >= maxConnections {
                 // Full: a waiting client is accepted in place of the longest-idle connection,
                 // which its loop closes; at most `evictionSlack` beyond the limit meanwhile.
-                guard open < maxConnections + Self.evictionSlack, clientsWaiting(), let loop = loopWithLongestIdle() else {
+                // Without an idle connection, only a close (or the recheck) wakes the acceptor.
+                guard open < maxConnections + Self.evictionSlack, let loop = loopWithLongestIdle() else {
                     waitForWake(milliseconds: Self.limitRecheckMilliseconds)
                     continue
                 }
-                if case .accepted = acceptOne(dealingTo: &next) { loop.evictIdle(count: 1) }
+                if waitForClient(milliseconds: Self.limitRecheckMilliseconds), case .accepted = acceptOne(dealingTo: &next) {
+                    loop.evictIdle(count: 1)
+                }
                 continue
             }
             var descriptors = [
@@ -118,10 +121,16 @@ final class Acceptor: Sendable {
         }
     }
 
-    /// Whether connections wait in the listen backlog.
-    private func clientsWaiting() -> Bool {
-        var descriptor = pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)
-        return poll(&descriptor, 1, 0) > 0 && descriptor.revents & Int16(POLLIN) != 0
+    /// Waits at most `milliseconds` for a connection in the listen backlog (or a wake-up);
+    /// true when one waits.
+    private func waitForClient(milliseconds: Int32) -> Bool {
+        var descriptors = [
+            pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: context.acceptorWakeFD, events: Int16(POLLIN), revents: 0),
+        ]
+        guard poll(&descriptors, 2, milliseconds) > 0 else { return false }
+        if descriptors[1].revents != 0 { SocketIO.drain(eventFD: context.acceptorWakeFD) }
+        return descriptors[0].revents & Int16(POLLIN) != 0 && !stopRequested.load(ordering: .acquiring)
     }
 
     /// The loop holding the longest-idle connection, as the loops last published it; nil when

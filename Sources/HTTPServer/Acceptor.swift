@@ -93,8 +93,8 @@ final class Acceptor: Sendable {
             case .accepted(let fd, let remoteAddress):
                 let socket = AcceptedSocket(fd: fd, remoteAddress: remoteAddress)
                 guard context.addressConnections.open(socket.clientAddress) else {
-                    Glibc.close(fd)
                     context.counters.refusedConnections.add(1, ordering: .relaxed)
+                    Glibc.close(fd)
                     return .refused
                 }
                 context.counters.openConnections.add(1, ordering: .acquiringAndReleasing)

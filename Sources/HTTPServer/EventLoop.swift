@@ -251,8 +251,9 @@ final class EventLoop: @unchecked Sendable {
                 deferred.append(connection)
                 continue
             }
-            close(connection)
+            // Counted first: whoever sees the close sees the count.
             context.counters.evictedConnections.add(1, ordering: .relaxed)
+            close(connection)
             closed += 1
         }
         oldestIdleSince.store(next < idle.count ? idle[next].idleSince : .max, ordering: .relaxed)

@@ -13,11 +13,41 @@ struct HTTPServerConnectionBufferTests {
     private static let kibibyte = 1024
     private static let responseBody = [UInt8](repeating: 0x72, count: 4 * kibibyte)
 
+    /// What one run measured: the peak of the server's buffered connection bytes over 3 s, how
+    /// long a normal client then waited for its answer (nil: not answered within 10 s), and
+    /// whether the count went back to 0 once the clients left.
+    private struct Run: Sendable {
+        var peak = 0
+        var probe: Duration?
+        var settled = false
+    }
+
+    private struct ConnectFailed: Error {}
+
     /// Opens `count` connections whose receive window is small (so the kernel holds little of
     /// what the server sends), sends each 64 KiB of pipelined requests for 4 KiB responses and
-    /// reads nothing; returns the peak of the server's buffered connection bytes over 3 s, and
-    /// how long a normal client then waited for its answer (nil: not answered within 10 s).
-    private func pipelineWithoutReading(_ server: HTTPTestServer, count: Int) throws -> (peak: Int, probe: Duration?) {
+    /// reads nothing, against a server with `budget`; runs on a thread of its own.
+    private func pipelineWithoutReading(count: Int, budget: Int) async throws -> Run {
+        try await onOwnThread {
+            let responder = HTTPClosureResponder(mode: { _ in .inline }) { request, _ in
+                HTTPResponse(status: .ok, body: request.path == "/r" ? Self.responseBody : Array("small".utf8))
+            }
+            return try withHTTPTestServer(
+                responder: responder,
+                configure: {
+                    $0.maxBufferedConnectionBytes = budget
+                    $0.maxConnectionsPerAddress = 0
+                }
+            ) { server in
+                var run = try Self.flood(server, count: count)
+                // The clients are gone: every byte is given back.
+                run.settled = eventually(timeout: .seconds(20)) { server.server.bufferedConnectionBytes == 0 }
+                return run
+            }
+        }
+    }
+
+    private static func flood(_ server: HTTPTestServer, count: Int) throws -> Run {
         let requests = String(repeating: "GET /r HTTP/1.1\r\nHost: h\r\n\r\n", count: 64 * Self.kibibyte / 29)
         var clients: [Int32] = []
         defer { for fd in clients { Glibc.close(fd) } }
@@ -34,49 +64,30 @@ struct HTTPServerConnectionBufferTests {
             let connected = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
-            try #require(connected == 0)
+            clients.append(fd)
+            guard connected == 0 else { throw ConnectFailed() }
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             _ = requests.withCString { send(fd, $0, requests.utf8.count, Int32(MSG_NOSIGNAL)) }
-            clients.append(fd)
         }
-        var peak = 0
+        var run = Run()
         let end = ContinuousClock.now + .seconds(3)
         while ContinuousClock.now < end {
-            peak = max(peak, server.server.bufferedConnectionBytes)
+            run.peak = max(run.peak, server.server.bufferedConnectionBytes)
             Thread.sleep(forTimeInterval: 0.01)
         }
         let started = ContinuousClock.now
         let served = (try? server.roundTrip("GET /small HTTP/1.1\r\nHost: h\r\n\r\n", timeout: .seconds(10)).status) == 200
-        return (peak, served ? ContinuousClock.now - started : nil)
-    }
-
-    private func withPipelineServer(budget: Int, _ body: (HTTPTestServer) throws -> Void) throws {
-        let responder = HTTPClosureResponder(mode: { _ in .inline }) { request, _ in
-            HTTPResponse(status: .ok, body: request.path == "/r" ? Self.responseBody : Array("small".utf8))
-        }
-        try withHTTPTestServer(
-            responder: responder,
-            configure: {
-                $0.maxBufferedConnectionBytes = budget
-                $0.maxConnectionsPerAddress = 0
-            }, body)
+        run.probe = served ? ContinuousClock.now - started : nil
+        return run
     }
 
     @Test("500 clients pipelining 64 KiB of requests and reading nothing hold at most the budget plus 4 KiB and a response each")
-    func pipeliningNonReaders() throws {
+    func pipeliningNonReaders() async throws {
         let count = 500
         try #require(raiseOpenFileLimit(to: 2 * count + 256) >= 2 * count + 256)
         let budget = 4 * 1024 * 1024
-        var bounded: (peak: Int, probe: Duration?) = (0, nil)
-        try withPipelineServer(budget: budget) { server in
-            bounded = try pipelineWithoutReading(server, count: count)
-            // The clients are gone: every byte is given back.
-            #expect(eventually(timeout: .seconds(20)) { server.server.bufferedConnectionBytes == 0 })
-        }
-        var unbounded: (peak: Int, probe: Duration?) = (0, nil)
-        try withPipelineServer(budget: 1 << 40) { server in
-            unbounded = try pipelineWithoutReading(server, count: count)
-        }
+        let bounded = try await pipelineWithoutReading(count: count, budget: budget)
+        let unbounded = try await pipelineWithoutReading(count: count, budget: 1 << 40)
         print(
             "pipelining non-readers: \(count) connections, buffered peak \(bounded.peak / 1024) KiB with a \(budget / 1024) KiB "
                 + "budget (a normal request then took \(bounded.probe.map { "\($0)" } ?? "over 10 s")), \(unbounded.peak / 1024) KiB "
@@ -86,5 +97,6 @@ struct HTTPServerConnectionBufferTests {
         #expect(bounded.peak <= allowance)
         #expect(unbounded.peak > allowance, "the flood should hold more without the budget")
         #expect(bounded.probe != nil)
+        #expect(bounded.settled && unbounded.settled)
     }
 }

@@ -53,46 +53,54 @@ struct HTTPServerConnectionFloodTests {
 }
 
 /// The floods of issue 23 item 2, one at a time: each holds 10,000 client sockets in this
-/// process (with the server's, about 11,000 descriptors; the tests raise `ulimit -n`).
+/// process (with the server's, about 11,000 descriptors; the tests raise `ulimit -n`). Each runs
+/// on a thread of its own (`onOwnThread`), not on a cooperative thread.
 @Suite("HTTPServer: connection floods from one address", .serialized)
 struct HTTPServerConnectionFloodLoadTests {
     /// What a flood run measured.
-    private struct FloodRun {
+    private struct FloodRun: Sendable {
         var slowest = Duration.zero
         var probes = 0
+        /// Probes answered something else than the echo of their request.
+        var wrongAnswers = 0
+        var connectFailures = 0
+        var openConnections = 0
+        var refusedConnections = 0
+        var evictedConnections = 0
         var summary = ""
     }
 
     /// Starts a server configured by `configure`, floods it with `count` connections from
-    /// 127.0.0.2 (2,000 under a sanitizer) and probes it from 127.0.0.3 every 100 ms while the
-    /// flood opens its connections and for 3 s more; `inspect` sees the server at the end.
-    private func flood(
-        configure: @escaping (inout HTTPServerConfiguration) -> Void, inspect: (HTTPServer, ConnectionFlood, Int) -> Void
-    ) throws -> FloodRun {
-        let count = SanitizerDetection.isActive ? 2000 : 10_000
+    /// 127.0.0.2 and probes it from 127.0.0.3 every 100 ms while the flood opens its
+    /// connections and for 3 s more.
+    private func flood(count: Int, configure: @escaping @Sendable (inout HTTPServerConfiguration) -> Void) async throws -> FloodRun {
         let openFiles = raiseOpenFileLimit(to: count + 2000)
         try #require(openFiles >= count + 2000, "ulimit -n must allow \(count + 2000) files, is \(openFiles)")
-        return try withHTTPTestServer(configure: {
-            $0.backlog = 4096
-            configure(&$0)
-        }) { server throws in
-            let flood = ConnectionFlood(port: server.port, sourceHost: "127.0.0.2", count: count)
-            defer { flood.stop() }
-            var run = try probe(server, from: "127.0.0.3", while: flood, count: count, after: .seconds(3))
-            let http = server.server
-            run.summary =
-                "\(flood.opened) opened, \(flood.answered) answers, \(flood.closedByServer) closed by the server, "
-                + "\(http.refusedConnections) refused at accept, \(http.evictedConnections) idle connections evicted, "
-                + "\(http.openConnections) open; \(run.probes) probes from 127.0.0.3, slowest \(run.slowest)"
-            #expect(run.probes >= 10)
-            inspect(http, flood, count)
-            return run
+        return try await onOwnThread {
+            try withHTTPTestServer(configure: {
+                $0.backlog = 4096
+                configure(&$0)
+            }) { server in
+                let flood = ConnectionFlood(port: server.port, sourceHost: "127.0.0.2", count: count)
+                defer { flood.stop() }
+                var run = try Self.probe(server, from: "127.0.0.3", while: flood, count: count, after: .seconds(3))
+                let http = server.server
+                run.connectFailures = flood.connectFailures
+                run.openConnections = http.openConnections
+                run.refusedConnections = http.refusedConnections
+                run.evictedConnections = http.evictedConnections
+                run.summary =
+                    "\(flood.opened) opened, \(flood.answered) answers, \(flood.closedByServer) closed by the server, "
+                    + "\(run.refusedConnections) refused at accept, \(run.evictedConnections) idle connections evicted, "
+                    + "\(run.openConnections) open; \(run.probes) probes from 127.0.0.3, slowest \(run.slowest)"
+                return run
+            }
         }
     }
 
     /// Probes the server from `sourceHost` every 100 ms while `flood` opens its connections and
-    /// for `after` more; returns the slowest round trip (connect, request, response).
-    private func probe(
+    /// for `after` more, measuring each round trip (connect, request, response).
+    private static func probe(
         _ server: HTTPTestServer, from sourceHost: String, while flood: ConnectionFlood, count: Int, after: Duration
     ) throws -> FloodRun {
         let clock = ContinuousClock()
@@ -105,8 +113,7 @@ struct HTTPServerConnectionFloodLoadTests {
             let started = clock.now
             let client = try RawHTTPClient(port: server.port, sourceHost: sourceHost)
             try client.send("GET /probe HTTP/1.1\r\nHost: h\r\n\r\n")
-            let response = try client.readResponse(timeout: .seconds(30))
-            #expect(response.text == "GET /probe 0")
+            if try client.readResponse(timeout: .seconds(30)).text != "GET /probe 0" { run.wrongAnswers += 1 }
             run.slowest = max(run.slowest, clock.now - started)
             run.probes += 1
             client.close()
@@ -116,15 +123,16 @@ struct HTTPServerConnectionFloodLoadTests {
     }
 
     @Test("10,000 connections from 127.0.0.2: a client on 127.0.0.3 is served within 1 s throughout")
-    func floodFromOneAddress() throws {
-        let run = try flood(configure: { _ in }) { http, flood, count in
-            #expect(http.openConnections <= 256 + 2)
-            #expect(http.refusedConnections >= count - 256 - flood.connectFailures - 100)
-        }
+    func floodFromOneAddress() async throws {
+        let count = SanitizerDetection.isActive ? 2000 : 10_000
+        let run = try await flood(count: count) { _ in }
         print("connection flood from one address: \(run.summary)")
+        #expect(run.probes >= 10 && run.wrongAnswers == 0)
         // The issue's figure is 1 s (0.03-0.5 s measured, RELIABILITY.md); 2 s leaves room for a
         // shared machine under load. Before, the probe waited in the backlog (timed out).
         if !SanitizerDetection.isActive { #expect(run.slowest < .seconds(2)) }
+        #expect(run.openConnections <= 256 + 2)
+        #expect(run.refusedConnections >= count - 256 - run.connectFailures - 100)
     }
 
     /// The same flood with the per-address limit off (as behind a proxy) against a limit of
@@ -133,16 +141,17 @@ struct HTTPServerConnectionFloodLoadTests {
     /// backlog behind the flood's connects (about 1 s at worst in a debug build on 2 shared
     /// cores, RELIABILITY.md); before, it waited for a connection to close by itself (60 s).
     @Test("per-address limit off, 10,000 connections from 127.0.0.2 against 1,000 allowed: idle ones make room for 127.0.0.3")
-    func floodEvictsIdle() throws {
-        let run = try flood(configure: {
+    func floodEvictsIdle() async throws {
+        let count = SanitizerDetection.isActive ? 2000 : 10_000
+        let run = try await flood(count: count) {
             $0.maxConnectionsPerAddress = 0
             $0.maxConnections = 1000
-        }) { http, _, _ in
-            #expect(http.evictedConnections > 0)
-            // Up to 64 beyond the limit while evicted connections are being closed.
-            #expect(http.openConnections <= 1000 + 64)
         }
         print("connection flood, limit off: \(run.summary)")
+        #expect(run.probes >= 10 && run.wrongAnswers == 0)
         if !SanitizerDetection.isActive { #expect(run.slowest < .seconds(5)) }
+        #expect(run.evictedConnections > 0)
+        // Up to 64 beyond the limit while evicted connections are being closed.
+        #expect(run.openConnections <= 1000 + 64)
     }
 }

@@ -5,7 +5,9 @@ import HTTPServer
 ///
 /// Each input is parsed three ways: whole, one byte at a time, and split at points derived from
 /// the input; the three must report the same requests, `100 Continue` points and errors (the
-/// parser promises its answer never depends on how bytes arrive). Small limits make every limit
+/// parser promises its answer never depends on how bytes arrive). The server's parser, which
+/// pauses after each head announcing a body, must report the same too, byte by byte and split,
+/// and each head must be the head of the request that follows. Small limits make every limit
 /// reachable within libFuzzer's input sizes. Each request's query items, keep-alive decision and
 /// route match are computed too, as the server would.
 @main
@@ -18,6 +20,11 @@ enum FuzzHTTPRequestParser {
             let split = events(bytes, chunkEnds: splitPoints(bytes))
             guard whole == byteByByte, whole == split else {
                 fatalError("split-dependent parse: whole \(whole), byte by byte \(byteByByte), split \(split)")
+            }
+            let pausedByByte = events(bytes, chunkEnds: Array(stride(from: 1, through: bytes.count, by: 1)), pausing: true)
+            let pausedSplit = events(bytes, chunkEnds: splitPoints(bytes), pausing: true)
+            guard whole == pausedByByte, whole == pausedSplit else {
+                fatalError("pausing after heads changes the parse: \(whole), paused \(pausedByByte), \(pausedSplit)")
             }
         }
     }
@@ -67,9 +74,12 @@ enum FuzzHTTPRequestParser {
     }
 
     /// Feeds `bytes` in chunks ending at `chunkEnds`, re-feeding unconsumed bytes as the server
-    /// does after a request or a `100 Continue` point.
-    static func events(_ bytes: [UInt8], chunkEnds: [Int]) -> [Event] {
-        var parser = HTTPRequestParser(limits: limits)
+    /// does after a request, a head or a `100 Continue` point. With `pausing`, the parser pauses
+    /// after each head announcing a body (as the server's does); a head expecting `100 Continue`
+    /// is reported as the continue point.
+    static func events(_ bytes: [UInt8], chunkEnds: [Int], pausing: Bool = false) -> [Event] {
+        var parser = HTTPRequestParser(limits: limits, pausesAfterHead: pausing)
+        var lastHead: HTTPRequest?
         var events: [Event] = []
         var pending: [UInt8] = []
         var start = 0
@@ -84,8 +94,21 @@ enum FuzzHTTPRequestParser {
                     precondition(consumed > 0 && consumed <= pending.count, "continue consumed \(consumed) of \(pending.count)")
                     events.append(.continueNeeded)
                     pending.removeFirst(consumed)
+                case .head(let head, let expectsContinue, let consumed):
+                    precondition(pausing, "a head from a parser that does not pause")
+                    precondition(consumed > 0 && consumed <= pending.count, "head consumed \(consumed) of \(pending.count)")
+                    precondition(head.body.isEmpty && head.trailers.isEmpty, "a head with a body")
+                    if expectsContinue { events.append(.continueNeeded) }
+                    lastHead = head
+                    pending.removeFirst(consumed)
                 case .request(let request, let consumed):
                     precondition(consumed > 0 && consumed <= pending.count, "request consumed \(consumed) of \(pending.count)")
+                    if let head = lastHead {
+                        precondition(
+                            head.method == request.method && head.target == request.target && head.headers == request.headers,
+                            "the head differs from its request")
+                        lastHead = nil
+                    }
                     inspect(request)
                     events.append(.request(request))
                     pending.removeFirst(consumed)

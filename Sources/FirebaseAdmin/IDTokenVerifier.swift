@@ -63,21 +63,35 @@ public final class IDTokenVerifier: Sendable {
         }
     }
 
-    private func verifyUnlogged(_ token: String) throws(IDTokenError) -> VerifiedIDToken {
+    /// `token` when it was verified before and is still valid (the verified-token cache); nil
+    /// when it would have to be checked. Never parses the token, checks a signature or waits for
+    /// keys, so it may answer on a thread that must not block. Throws `invalid` for a token too
+    /// long or a cached token that has expired.
+    public func cachedVerification(of token: String) throws(IDTokenError) -> VerifiedIDToken? {
         let bytes = Array(token.utf8)
+        return try cachedVerification(of: bytes, digest: SHA256Digest(of: bytes), now: now())
+    }
+
+    private func cachedVerification(
+        of bytes: [UInt8], digest: SHA256Digest?, now time: Double
+    ) throws(IDTokenError) -> VerifiedIDToken? {
         guard bytes.count <= Self.maximumTokenLength else {
             throw .invalid("token is longer than \(Self.maximumTokenLength) bytes")
         }
+        guard let digest else { return nil }
+        switch cache.lookup(digest, now: time) {
+        case .hit(let verified): return verified
+        case .expired: throw .invalid("token expired (cached)")
+        case .miss: return nil
+        }
+    }
+
+    private func verifyUnlogged(_ token: String) throws(IDTokenError) -> VerifiedIDToken {
+        let bytes = Array(token.utf8)
         let time = now()
         let skew = Double(clockSkew)
         let digest = SHA256Digest(of: bytes)
-        if let digest {
-            switch cache.lookup(digest, now: time) {
-            case .hit(let verified): return verified
-            case .expired: throw .invalid("token expired (cached)")
-            case .miss: break
-            }
-        }
+        if let verified = try cachedVerification(of: bytes, digest: digest, now: time) { return verified }
 
         // 1. Structure: three base64url segments.
         let dots = bytes.indices.filter { bytes[$0] == 0x2E }

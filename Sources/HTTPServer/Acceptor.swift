@@ -3,9 +3,11 @@ import Glibc
 import Logging
 import Synchronization
 
-/// The thread that accepts connections and deals them round-robin to the event loops. It stops
-/// accepting while `maxConnections` are open (clients then wait in the listen backlog) and backs
-/// off briefly when the process runs out of descriptors, instead of spinning.
+/// The thread that accepts connections and deals them round-robin to the event loops. A
+/// connection from an address that already has `maxConnectionsPerAddress` open is closed at once.
+/// While `maxConnections` are open it accepts no more; when clients then wait in the listen
+/// backlog, it asks the loops to close their longest-idle connections to make room. It backs off
+/// briefly when the process runs out of descriptors, instead of spinning.
 final class Acceptor: Sendable {
     private let listenFD: Int32
     private let context: ServerContext
@@ -16,6 +18,9 @@ final class Acceptor: Sendable {
     private static let backOffMilliseconds: Int32 = 100
     /// Safety net while waiting at the connection limit (a close also wakes the acceptor).
     private static let limitRecheckMilliseconds: Int32 = 250
+    /// How many connections beyond `maxConnections` may be open while idle ones, closed to make
+    /// room for them, are still being closed by their loops.
+    private static let evictionSlack = 64
 
     init(listenFD: Int32, context: ServerContext, loops: [EventLoop]) {
         self.listenFD = listenFD
@@ -32,11 +37,21 @@ final class Acceptor: Sendable {
     /// The thread body.
     func run() {
         defer { Glibc.close(listenFD) }
-        var next = 0
         let maxConnections = context.configuration.maxConnections
+        var next = 0
         while !stopRequested.load(ordering: .acquiring) {
-            if context.counters.openConnections.load(ordering: .acquiring) >= maxConnections {
-                waitForWake(milliseconds: Self.limitRecheckMilliseconds)
+            let open = context.counters.openConnections.load(ordering: .acquiring)
+            if open >= maxConnections {
+                // Full: a waiting client is accepted in place of the longest-idle connection,
+                // which its loop closes; at most `evictionSlack` beyond the limit meanwhile.
+                // Without an idle connection, only a close (or the recheck) wakes the acceptor.
+                guard open < maxConnections + Self.evictionSlack, let loop = loopWithLongestIdle() else {
+                    waitForWake(milliseconds: Self.limitRecheckMilliseconds)
+                    continue
+                }
+                if waitForClient(milliseconds: Self.limitRecheckMilliseconds), case .accepted = acceptOne(dealingTo: &next) {
+                    loop.evictIdle(count: 1)
+                }
                 continue
             }
             var descriptors = [
@@ -52,31 +67,80 @@ final class Acceptor: Sendable {
             if descriptors[1].revents != 0 { SocketIO.drain(eventFD: context.acceptorWakeFD) }
             if stopRequested.load(ordering: .acquiring) { break }
             acceptLoop: while context.counters.openConnections.load(ordering: .acquiring) < maxConnections {
-                switch SocketIO.accept(from: listenFD) {
-                case .accepted(let fd, let remoteAddress):
-                    context.counters.openConnections.add(1, ordering: .acquiringAndReleasing)
-                    let loop = loops[next % loops.count]
-                    next &+= 1
-                    if !loop.adopt(fd: fd, remoteAddress: remoteAddress) {
-                        Glibc.close(fd)
-                        context.connectionClosed()
-                    }
-                case .wouldBlock:
-                    break acceptLoop
-                case .retry:
-                    continue
-                case .exhausted(let code):
-                    context.logger.warning(
-                        "cannot accept: out of descriptors or memory; backing off", metadata: ["errno": "\(code)"])
-                    waitForWake(milliseconds: Self.backOffMilliseconds)
-                    break acceptLoop
-                case .failed(let code):
-                    context.logger.warning("accept failed", metadata: ["errno": "\(code)"])
-                    waitForWake(milliseconds: Self.backOffMilliseconds)
-                    break acceptLoop
+                switch acceptOne(dealingTo: &next) {
+                case .accepted, .refused: continue
+                case .none: break acceptLoop
                 }
             }
         }
+    }
+
+    /// What `acceptOne` did.
+    private enum Accepted {
+        /// A connection went to a loop (or was closed because the loops have stopped).
+        case accepted
+        /// A connection was closed at once: its address has `maxConnectionsPerAddress` open.
+        case refused
+        /// No connection was waiting, or accept failed (after a back-off where it should).
+        case none
+    }
+
+    /// Accepts one connection and deals it to loop `next` (then moves `next` on), unless its
+    /// address has its limit.
+    private func acceptOne(dealingTo next: inout Int) -> Accepted {
+        while true {
+            switch SocketIO.accept(from: listenFD) {
+            case .accepted(let fd, let remoteAddress):
+                let socket = AcceptedSocket(fd: fd, remoteAddress: remoteAddress)
+                guard context.addressConnections.open(socket.clientAddress) else {
+                    context.counters.refusedConnections.add(1, ordering: .relaxed)
+                    Glibc.close(fd)
+                    return .refused
+                }
+                context.counters.openConnections.add(1, ordering: .acquiringAndReleasing)
+                let loop = loops[next % loops.count]
+                next &+= 1
+                if !loop.adopt(socket) {
+                    socket.close(context: context)
+                }
+                return .accepted
+            case .wouldBlock:
+                return .none
+            case .retry:
+                continue
+            case .exhausted(let code):
+                context.logger.warning(
+                    "cannot accept: out of descriptors or memory; backing off", metadata: ["errno": "\(code)"])
+                waitForWake(milliseconds: Self.backOffMilliseconds)
+                return .none
+            case .failed(let code):
+                context.logger.warning("accept failed", metadata: ["errno": "\(code)"])
+                waitForWake(milliseconds: Self.backOffMilliseconds)
+                return .none
+            }
+        }
+    }
+
+    /// Waits at most `milliseconds` for a connection in the listen backlog (or a wake-up);
+    /// true when one waits.
+    private func waitForClient(milliseconds: Int32) -> Bool {
+        var descriptors = [
+            pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: context.acceptorWakeFD, events: Int16(POLLIN), revents: 0),
+        ]
+        guard poll(&descriptors, 2, milliseconds) > 0 else { return false }
+        if descriptors[1].revents != 0 { SocketIO.drain(eventFD: context.acceptorWakeFD) }
+        return descriptors[0].revents & Int16(POLLIN) != 0 && !stopRequested.load(ordering: .acquiring)
+    }
+
+    /// The loop holding the longest-idle connection, as the loops last published it; nil when
+    /// no connection has been idle long enough to be closed.
+    private func loopWithLongestIdle() -> EventLoop? {
+        let oldest = loops.min { $0.oldestIdleSince.load(ordering: .relaxed) < $1.oldestIdleSince.load(ordering: .relaxed) }
+        guard let oldest,
+            oldest.oldestIdleSince.load(ordering: .relaxed) <= context.now() - EventLoop.minimumIdleBeforeEviction
+        else { return nil }
+        return oldest
     }
 
     private func waitForWake(milliseconds: Int32) {
@@ -84,5 +148,27 @@ final class Acceptor: Sendable {
         if poll(&descriptor, 1, milliseconds) > 0 {
             SocketIO.drain(eventFD: context.acceptorWakeFD)
         }
+    }
+}
+
+/// An accepted socket on its way to an event loop, with its peer and the peer's key in the
+/// per-address limits.
+struct AcceptedSocket: Sendable {
+    let fd: Int32
+    /// The peer as `address:port`.
+    let remoteAddress: String
+    /// `ClientAddress.key(remoteAddress)`.
+    let clientAddress: String
+
+    init(fd: Int32, remoteAddress: String) {
+        self.fd = fd
+        self.remoteAddress = remoteAddress
+        self.clientAddress = ClientAddress.key(remoteAddress)
+    }
+
+    /// Closes a socket that never became a connection, and forgets it in the counts.
+    func close(context: ServerContext) {
+        Glibc.close(fd)
+        context.connectionClosed(clientAddress: clientAddress)
     }
 }

@@ -7,8 +7,8 @@ import Glibc
 /// thread at a time. Its event loop's thread owns it from adoption on; when a request goes to the
 /// worker pool the loop sets `withWorker`, stops touching the "owner" fields below and hands the
 /// connection over through the pool's mutex-protected queue; the worker runs the handler, queues
-/// the response, may try a non-blocking write, and hands the connection back through the loop's
-/// mutex-protected inbox. Those two mutexes order every hand-over (happens-before). The fields
+/// the response, may try a non-blocking write (or, for a head whose body awaits a decision, sets
+/// `workerDecision`), and hands the connection back through the loop's mutex-protected inbox. Those two mutexes order every hand-over (happens-before). The fields
 /// marked "loop" are only ever touched on the loop's thread (epoll events for a connection held
 /// by a worker only set `mightBeReadable`). The socket is closed only by its owner: the loop, or
 /// after the loop has stopped, the worker or pool holding it.
@@ -29,6 +29,13 @@ final class Connection: @unchecked Sendable {
         case linger
     }
 
+    /// A head whose body waits for the application's decision on a worker thread.
+    struct AwaitingHead {
+        let head: HTTPRequest
+        /// The client waits for `100 Continue` (sent on admission if no body byte came first).
+        let expectsContinue: Bool
+    }
+
     let fd: Int32
     let info: ConnectionInfo
 
@@ -39,13 +46,26 @@ final class Connection: @unchecked Sendable {
     var closeAfterOutput = false
 
     /// Bytes of the server's body budget this connection holds: its current request's body,
-    /// reserved when the header section arrived (or when the whole request arrived at once),
-    /// until the response is queued or the connection closes.
+    /// reserved when the body was admitted on its head, until the response is queued or the
+    /// connection closes; charged to `bodyHolder` (nil: to no client's share).
     var reservedBodyBytes = 0
+    var bodyHolder: BodyBudget.Holder?
+    /// The application's decision about `headAwaitingDecision`, made on a worker; the loop
+    /// applies it when the connection comes back.
+    var workerDecision: HTTPBodyAdmission?
+    /// Pipelined input and queued output bytes last added to the server's total
+    /// (`ServerCounters.bufferedConnectionBytes`).
+    var countedBufferedBytes = 0
 
     // Loop fields.
     /// The body being received has its reservation (or was refused).
     var bodyAdmitted = false
+    /// When the body being received was admitted, and the bytes of it received since: its
+    /// minimum rate is measured from these.
+    var bodyAdmittedAt: Int64 = 0
+    var bodyBytesReceived = 0
+    /// A head waiting for a worker to decide about its body; input after it waits in `unparsed`.
+    var headAwaitingDecision: AwaitingHead?
     var withWorker = false
     var readyRequest: (request: HTTPRequest, mode: HTTPExecutionMode)?
     /// Input read but not parsed yet (pipelined requests), from `unparsedStart`.
@@ -58,38 +78,40 @@ final class Connection: @unchecked Sendable {
     var lingering = false
     var deadline: Int64 = .max
     var deadlineKind: DeadlineKind = .none
+    /// Since when the connection has waited for a request's first byte (deadline kind `.idle`):
+    /// the longest-idle connections are closed first when the server is full.
+    var idleSince: Int64 = 0
     var requestsParsed = 0
 
     init(fd: Int32, info: ConnectionInfo, limits: HTTPRequestParser.Limits) {
         self.fd = fd
         self.info = info
-        self.parser = HTTPRequestParser(limits: limits)
+        self.parser = HTTPRequestParser(limits: limits, pausesAfterHead: true)
     }
 
     var hasUnparsedInput: Bool { unparsedStart < unparsed.count }
 
-    /// Feeds `input` to the parser until a request is complete, an error occurs or the input is
-    /// used up. Returns how many bytes were used. Loop thread only.
-    func consume(_ input: UnsafeRawBufferPointer, context: ServerContext) -> Int {
+    /// Feeds `input` to the parser until a request is complete, a head waits for a decision on a
+    /// worker, an error occurs or the input is used up. Returns how many bytes were used. Loop
+    /// thread only.
+    func consume(_ input: UnsafeRawBufferPointer, now: Int64, context: ServerContext) -> Int {
         var offset = 0
-        while offset < input.count && readyRequest == nil && !closeAfterOutput {
+        while offset < input.count && readyRequest == nil && headAwaitingDecision == nil && !closeAfterOutput {
+            let receivingBody = bodyAdmitted
             switch parser.parse(UnsafeRawBufferPointer(rebasing: input[offset...])) {
             case .needMore:
+                if receivingBody { bodyBytesReceived += input.count - offset }
                 offset = input.count
-                if parser.phase == .body && !bodyAdmitted {
-                    _ = admitBody(context: context)
-                }
             case .continueNeeded(let used):
+                // Not reported by a parser that pauses after heads (`.head` says it instead).
                 offset += used
-                // 100 Continue only for a body that fits the budget; otherwise the 503 goes out.
-                guard admitBody(context: context) else { break }
-                // RFC 9110 10.1.1: a server may omit 100 Continue once body bytes have arrived.
-                if offset == input.count {
-                    output.append(HTTPResponseSerializer.continueResponse)
-                }
+            case .head(let head, let expectsContinue, let used):
+                offset += used
+                judgeBody(of: head, expectsContinue: expectsContinue, bytesInHand: input.count - offset, now: now, context: context)
             case .request(let request, let used):
+                if receivingBody { bodyBytesReceived += used }
                 offset += used
-                guard admitCompleteBody(of: request, context: context) else { break }
+                settleBodyReservation(of: request, context: context)
                 requestsParsed += 1
                 deadlineKind = .none
                 deadline = .max
@@ -105,61 +127,152 @@ final class Connection: @unchecked Sendable {
         return offset
     }
 
-    /// Reserves the budget for the body whose header section just arrived: its Content-Length,
-    /// or the largest body allowed when it is chunked. When it does not fit, queues the 503 and
-    /// returns false. Loop thread only.
-    private func admitBody(context: ServerContext) -> Bool {
+    /// Decides about the body `head` announces before any of it is reserved or parsed. A body
+    /// that arrived whole with its head is only reserved (in no client's share: it can no longer
+    /// trickle); any other is the application's decision (`HTTPResponder.admitBody`),
+    /// asked here without blocking and, when it needs to block, on a worker
+    /// (`headAwaitingDecision`). Loop thread only.
+    private func judgeBody(
+        of head: HTTPRequest, expectsContinue: Bool, bytesInHand: Int, now: Int64, context: ServerContext
+    ) {
+        if let length = parser.bodyContentLength, length <= bytesInHand {
+            _ = reserveBody(length, for: nil, now: now, context: context)
+            return
+        }
+        let decision = context.responder.admitBody(of: head, connection: info, mayBlock: false)
+        if case .decideOnWorker = decision {
+            headAwaitingDecision = AwaitingHead(head: head, expectsContinue: expectsContinue)
+            return
+        }
+        apply(decision, to: head, expectsContinue: expectsContinue && bytesInHand == 0, now: now, context: context)
+    }
+
+    /// Applies the decision a worker made about `headAwaitingDecision`. Loop thread only.
+    func applyWorkerDecision(now: Int64, context: ServerContext) {
+        guard let decision = workerDecision, let awaiting = headAwaitingDecision else { return }
+        workerDecision = nil
+        headAwaitingDecision = nil
+        apply(
+            decision, to: awaiting.head, expectsContinue: awaiting.expectsContinue && !hasUnparsedInput, now: now,
+            context: context)
+    }
+
+    /// Admits (reserving the budget, then `100 Continue` when the client waits for it) or
+    /// refuses the body of `head`.
+    private func apply(
+        _ decision: HTTPBodyAdmission, to head: HTTPRequest, expectsContinue: Bool, now: Int64, context: ServerContext
+    ) {
+        switch decision {
+        case .admit(let owner):
+            let holder = owner.map(BodyBudget.Holder.owner) ?? .address(info.clientAddress)
+            let wanted = parser.bodyContentLength ?? context.configuration.maxBodyBytes
+            guard reserveBody(wanted, for: holder, now: now, context: context) else { return }
+            // RFC 9110 10.1.1: a server may omit 100 Continue once body bytes have arrived.
+            if expectsContinue { output.append(HTTPResponseSerializer.continueResponse) }
+        case .refuse(let response):
+            queueClosingResponse(response, isResponseToHead: head.method == .HEAD, context: context)
+        case .decideOnWorker:
+            context.logger.error("the application asked a worker to decide about a body on a worker; refusing it")
+            queueError(HTTPRequestError(status: .internalServerError, reason: "no decision about a body"), context: context)
+        }
+    }
+
+    /// Reserves `bytes` of the body budget for `holder` and starts the body's clock; when they do
+    /// not fit, queues the 429 (the holder's share) or the 503 (the budget) and returns false.
+    private func reserveBody(_ bytes: Int, for holder: BodyBudget.Holder?, now: Int64, context: ServerContext) -> Bool {
+        releaseBodyBudget(context: context)
         bodyAdmitted = true
-        let wanted = parser.bodyContentLength ?? context.configuration.maxBodyBytes
-        guard context.reserveBodyBytes(wanted) else {
-            refuseOverBudget(context: context)
-            return false
-        }
-        reservedBodyBytes += wanted
-        return true
-    }
-
-    /// Settles the reservation of a complete request: shrinks it to the body received (a chunked
-    /// body reserved the largest size), or reserves a body that arrived whole with its header
-    /// section. False (and the 503 queued) when that body does not fit. Loop thread only.
-    private func admitCompleteBody(of request: HTTPRequest, context: ServerContext) -> Bool {
-        defer { bodyAdmitted = false }
-        if bodyAdmitted {
-            let excess = reservedBodyBytes - request.body.count
-            if excess > 0 {
-                context.releaseBodyBytes(excess)
-                reservedBodyBytes -= excess
-            }
+        bodyAdmittedAt = now
+        bodyBytesReceived = 0
+        switch context.bodyBudget.reserve(bytes, for: holder) {
+        case .reserved:
+            reservedBodyBytes = bytes
+            bodyHolder = holder
             return true
+        case .overShare:
+            context.logger.debug(
+                "refused a request body over the client's share of the body budget",
+                metadata: [
+                    "connection": "\(info.id)", "share": "\(context.configuration.maxBufferedBodyBytesPerClient)",
+                ])
+            queueError(context.overShare(), context: context)
+        case .overBudget:
+            context.logger.debug(
+                "refused a request body over the body budget",
+                metadata: ["connection": "\(info.id)", "budget": "\(context.configuration.maxBufferedBodyBytes)"])
+            queueError(context.overloaded("request body budget exhausted"), context: context)
         }
-        guard context.reserveBodyBytes(request.body.count) else {
-            refuseOverBudget(context: context)
-            return false
-        }
-        reservedBodyBytes += request.body.count
-        return true
+        return false
     }
 
-    private func refuseOverBudget(context: ServerContext) {
-        context.logger.debug(
-            "refused a request body over the body budget",
-            metadata: ["connection": "\(info.id)", "budget": "\(context.configuration.maxBufferedBodyBytes)"])
-        queueError(context.overloaded("request body budget exhausted"), context: context)
+    /// Shrinks the reservation of a complete request to the body received (a chunked body
+    /// reserved the largest size). Loop thread only.
+    private func settleBodyReservation(of request: HTTPRequest, context: ServerContext) {
+        defer {
+            bodyAdmitted = false
+            bodyBytesReceived = 0
+        }
+        let excess = reservedBodyBytes - request.body.count
+        if excess > 0 {
+            context.bodyBudget.release(excess, for: bodyHolder)
+            reservedBodyBytes -= excess
+        }
+    }
+
+    /// When the body being received is cut off: `bodyReadTimeout` after its last bytes, or when
+    /// its average rate since admission falls under `minBodyBytesPerSecond` (not before the grace
+    /// period ends), whichever comes first. Loop thread only.
+    func bodyDeadline(now: Int64, context: ServerContext) -> Int64 {
+        min(now + context.bodyReadTimeout, bodyRateDeadline(context: context))
+    }
+
+    /// When the body being received falls under the minimum rate (`.max` when unchecked).
+    func bodyRateDeadline(context: ServerContext) -> Int64 {
+        let rate = Int64(context.configuration.minBodyBytesPerSecond)
+        guard rate > 0, bodyAdmitted else { return .max }
+        let (scaled, overflow) = Int64(bodyBytesReceived).multipliedReportingOverflow(by: 1_000_000_000)
+        let earned = overflow ? Int64.max : scaled / rate
+        let (deadline, late) = bodyAdmittedAt.addingReportingOverflow(max(context.bodyRateGracePeriod, earned))
+        return late ? .max : deadline
     }
 
     /// Returns the connection's share of the body budget (response queued, error, close).
     /// Owner only; idempotent.
     func releaseBodyBudget(context: ServerContext) {
-        context.releaseBodyBytes(reservedBodyBytes)
+        context.bodyBudget.release(reservedBodyBytes, for: bodyHolder)
         reservedBodyBytes = 0
     }
 
+    /// Bytes of pipelined input and queued output the connection holds now.
+    private var bufferedBytes: Int { (hasUnparsedInput ? unparsed.count : 0) + output.count }
+
+    /// Brings the server's total of connection buffers up to date with this connection's.
+    /// Owner only.
+    func settleBufferedBytes(context: ServerContext) {
+        let holding = bufferedBytes
+        let change = holding - countedBufferedBytes
+        guard change != 0 else { return }
+        context.counters.bufferedConnectionBytes.add(change, ordering: .relaxed)
+        countedBufferedBytes = holding
+    }
+
+    /// Closes the socket and gives back everything the connection holds: its body reservation,
+    /// its buffers' count, its place in the connection limits. Owner only, once.
+    func closeSocket(context: ServerContext) {
+        releaseBodyBudget(context: context)
+        context.counters.bufferedConnectionBytes.subtract(countedBufferedBytes, ordering: .relaxed)
+        countedBufferedBytes = 0
+        // Closing the descriptor also removes it from the epoll set.
+        Glibc.close(fd)
+        context.connectionClosed(clientAddress: info.clientAddress)
+    }
+
     /// Feeds the buffered pipelined input. Loop thread only.
-    func consumeUnparsedInput(context: ServerContext) {
+    func consumeUnparsedInput(now: Int64, context: ServerContext) {
         let pending = unparsed
         unparsed = []
         let used = pending.withUnsafeBytes { bytes in
-            consume(UnsafeRawBufferPointer(rebasing: bytes[unparsedStart...]), context: context)
+            consume(UnsafeRawBufferPointer(rebasing: bytes[unparsedStart...]), now: now, context: context)
         }
         unparsedStart += used
         if unparsedStart >= pending.count || closeAfterOutput {
@@ -196,14 +309,19 @@ final class Connection: @unchecked Sendable {
     /// Queues the application's rendering of a framing error, with `Connection: close`, and
     /// drops any further input. Owner only.
     func queueError(_ error: HTTPRequestError, context: ServerContext) {
-        let response = context.responder.response(for: error)
+        queueClosingResponse(context.responder.response(for: error), isResponseToHead: false, context: context)
+    }
+
+    /// Queues `response` with `Connection: close` and drops any further input. Owner only.
+    private func queueClosingResponse(_ response: HTTPResponse, isResponseToHead: Bool, context: ServerContext) {
         releaseBodyBudget(context: context)
         closeAfterOutput = true
         readyRequest = nil
+        headAwaitingDecision = nil
         unparsed = []
         unparsedStart = 0
         for chunk in HTTPResponseSerializer.serialize(
-            response, isResponseToHead: false, connection: .close, dateLine: context.dateCache.currentLine())
+            response, isResponseToHead: isResponseToHead, connection: .close, dateLine: context.dateCache.currentLine())
         {
             output.append(chunk)
         }

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import Logging
+import Synchronization
 
 /// One I/O thread: an edge-triggered epoll loop over its share of the connections. It reads,
 /// parses, runs `.inline` handlers, sends requests to the worker pool, writes responses, and
@@ -13,9 +14,10 @@ import Logging
 // safe because all state but the lock-protected inbox is confined to the loop thread (see above).
 final class EventLoop: @unchecked Sendable {
     private enum Message {
-        case adopt(fd: Int32, remoteAddress: String)
+        case adopt(AcceptedSocket)
         case handBack(Connection)
         case drain(deadline: Int64)
+        case evictIdle(count: Int)
     }
 
     private struct Inbox {
@@ -30,6 +32,10 @@ final class EventLoop: @unchecked Sendable {
     private let epoll: Epoll
     private let wakeFD: Int32
     private let inbox = HandoffLock(Inbox())
+    /// Since when the loop's longest-idle connection has waited for a request (`.max`: none),
+    /// published at each sweep for the acceptor, which asks the loop holding the longest-idle
+    /// connection of all to close it when the server is full.
+    let oldestIdleSince = Atomic<Int64>(.max)
 
     // Loop-thread state.
     private var connections: [UInt64: Connection] = [:]
@@ -44,6 +50,13 @@ final class EventLoop: @unchecked Sendable {
 
     /// Reads per connection before other connections get a turn.
     private static let readBudget = 8
+    /// Pipelined requests parsed from buffered input per connection before other connections
+    /// get a turn.
+    private static let pipelineBudget = 16
+    /// How long a connection has waited for a request before it may be closed to make room.
+    static let minimumIdleBeforeEviction: Int64 = 100_000_000
+    /// The largest read while connections hold more than `maxBufferedConnectionBytes`.
+    private static let readSizeOverBudget = 4096
     /// Pipelined responses are gathered until this many bytes wait, then written.
     private static let outputHighWater = 64 * 1024
     private static let wakeToken: UInt64 = 0
@@ -76,8 +89,14 @@ final class EventLoop: @unchecked Sendable {
     // MARK: - Messages from other threads
 
     /// Takes ownership of an accepted socket. False when the loop has stopped (the caller closes).
-    func adopt(fd: Int32, remoteAddress: String) -> Bool {
-        post(.adopt(fd: fd, remoteAddress: remoteAddress))
+    func adopt(_ socket: AcceptedSocket) -> Bool {
+        post(.adopt(socket))
+    }
+
+    /// Asks the loop to close its `count` longest-idle connections (the server is full and
+    /// clients wait to be accepted).
+    func evictIdle(count: Int) {
+        _ = post(.evictIdle(count: count))
     }
 
     /// Returns a connection from a worker. False when the loop has stopped (the caller closes).
@@ -165,18 +184,19 @@ final class EventLoop: @unchecked Sendable {
             inbox.messages = []
             return messages
         }
+        // Eviction requests are served together, after the batch: one pass over the connections.
+        var evictions = 0
+        defer { if evictions > 0 { closeLongestIdle(count: evictions) } }
         for message in messages {
             switch message {
-            case .adopt(let fd, let remoteAddress):
-                register(fd: fd, remoteAddress: remoteAddress)
+            case .adopt(let socket):
+                register(socket)
             case .handBack(let connection):
                 connection.withWorker = false
                 if connections[connection.info.id] === connection {
                     drive(connection)
                 } else {
-                    connection.releaseBodyBudget(context: context)
-                    Glibc.close(connection.fd)
-                    context.connectionClosed()
+                    connection.closeSocket(context: context)
                 }
             case .drain(let deadline):
                 draining = true
@@ -184,27 +204,64 @@ final class EventLoop: @unchecked Sendable {
                 for connection in Array(connections.values) where isIdle(connection) {
                     close(connection)
                 }
+            case .evictIdle(let count):
+                evictions += count
             }
         }
     }
 
-    private func register(fd: Int32, remoteAddress: String) {
+    private func register(_ socket: AcceptedSocket) {
         let id = context.counters.nextConnectionID.add(1, ordering: .relaxed).oldValue
         let connection = Connection(
-            fd: fd, info: ConnectionInfo(id: id, remoteAddress: remoteAddress), limits: context.limits)
+            fd: socket.fd,
+            info: ConnectionInfo(id: id, remoteAddress: socket.remoteAddress, clientAddress: socket.clientAddress),
+            limits: context.limits)
         do {
-            try epoll.add(fd, events: Self.connectionEvents, token: id)
+            try epoll.add(socket.fd, events: Self.connectionEvents, token: id)
         } catch {
             context.logger.warning("cannot watch a new connection: \(error)")
-            Glibc.close(fd)
-            context.connectionClosed()
+            socket.close(context: context)
             return
         }
         connections[id] = connection
         // A new connection may stay silent for the header timeout, then it is closed quietly.
         connection.deadlineKind = .idle
         connection.deadline = now + context.headerReadTimeout
+        connection.idleSince = now
         if draining { close(connection) }
+    }
+
+    /// Closes the `count` connections that have waited longest for a request's first byte (and
+    /// at least `minimumIdleBeforeEviction`: a client just accepted has its chance to send), so
+    /// that clients waiting in the listen backlog can be accepted; publishes the next one's wait.
+    /// A connection whose request has arrived but was not read yet (the loop is busy) is not
+    /// idle: it is read instead.
+    private func closeLongestIdle(count: Int) {
+        let idleBefore = now - Self.minimumIdleBeforeEviction
+        var idle = connections.values.filter { isWaitingForRequest($0) && $0.idleSince <= idleBefore }
+        // Oldest first; among connections idle since the same instant, the first accepted.
+        idle.sort { ($0.idleSince, $0.info.id) < ($1.idleSince, $1.info.id) }
+        var closed = 0
+        var next = 0
+        while closed < count && next < idle.count {
+            let connection = idle[next]
+            next += 1
+            if SocketIO.hasPendingInput(connection.fd) {
+                connection.mightBeReadable = true
+                deferred.append(connection)
+                continue
+            }
+            // Counted first: whoever sees the close sees the count.
+            context.counters.evictedConnections.add(1, ordering: .relaxed)
+            close(connection)
+            closed += 1
+        }
+        oldestIdleSince.store(next < idle.count ? idle[next].idleSince : .max, ordering: .relaxed)
+    }
+
+    /// Idle, between requests or before the first one: what may be closed to make room.
+    private func isWaitingForRequest(_ connection: Connection) -> Bool {
+        connection.deadlineKind == .idle && isIdle(connection)
     }
 
     /// Stops: refuses further messages, closes what the inbox still holds.
@@ -217,14 +274,11 @@ final class EventLoop: @unchecked Sendable {
         }
         for message in leftovers {
             switch message {
-            case .adopt(let fd, _):
-                Glibc.close(fd)
-                context.connectionClosed()
+            case .adopt(let socket):
+                socket.close(context: context)
             case .handBack(let connection):
-                connection.releaseBodyBudget(context: context)
-                Glibc.close(connection.fd)
-                context.connectionClosed()
-            case .drain:
+                connection.closeSocket(context: context)
+            case .drain, .evictIdle:
                 break
             }
         }
@@ -235,15 +289,35 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: - Driving a connection
 
-    /// Moves a connection forward as far as it can go without blocking: answers a parsed
-    /// request (inline) or hands it to a worker, parses buffered input, writes output, reads.
+    /// Moves a connection forward as far as it can go without blocking (`advance`), then
+    /// brings the server's count of connection buffers up to date with it.
     private func drive(_ connection: Connection) {
+        advance(connection)
+        if connections[connection.info.id] === connection && !connection.withWorker {
+            connection.settleBufferedBytes(context: context)
+        }
+    }
+
+    /// Answers a parsed request (inline) or hands it to a worker, has a worker decide about a
+    /// body, parses buffered input, writes output, reads.
+    private func advance(_ connection: Connection) {
         var reads = 0
+        var pipelined = 0
         while true {
             if connection.withWorker { return }
             if connection.lingering {
                 lingerRead(connection)
                 return
+            }
+            // 0. The application's decision about a body, made on a worker; or a head whose body
+            //    waits for a worker to decide.
+            if connection.workerDecision != nil {
+                connection.applyWorkerDecision(now: now, context: context)
+                continue
+            }
+            if let awaiting = connection.headAwaitingDecision {
+                guard hand(connection, to: .decideAboutBody, of: awaiting.head) else { return }
+                continue
             }
             // 1. A parsed request waits for its handler; one request at a time, in order.
             if let ready = connection.readyRequest {
@@ -253,36 +327,20 @@ final class EventLoop: @unchecked Sendable {
                     connection.queueResponse(response, to: ready.request, context: context)
                     continue
                 }
-                // Earlier (inline) responses go out before the connection leaves for a worker.
-                if !connection.output.isEmpty {
-                    guard flush(connection) else { return }
-                }
-                connection.readyRequest = nil
-                connection.withWorker = true
-                connection.deadlineKind = .none
-                connection.deadline = .max
-                switch pool.submit(WorkerPool.Job(connection: connection, request: ready.request, loop: self)) {
-                case .accepted:
-                    return
-                case .full:
-                    // Overloaded: 503 with Retry-After now rather than an ever longer wait.
-                    connection.withWorker = false
-                    context.logger.debug(
-                        "refused a request: worker queue full", metadata: ["connection": "\(connection.info.id)"])
-                    connection.queueError(context.overloaded("worker queue full"), context: context)
-                    continue
-                case .stopped:
-                    connection.withWorker = false
-                    close(connection)
-                    return
-                }
+                guard hand(connection, to: .respond, of: ready.request) else { return }
+                continue
             }
             // 2. Buffered pipelined input, parsed only once earlier responses are queued, and
-            //    only while little output waits (backpressure).
-            if !connection.closeAfterOutput && connection.hasUnparsedInput
-                && connection.output.count < Self.outputHighWater
-            {
-                connection.consumeUnparsedInput(context: context)
+            //    only while little output waits (backpressure; none while connections hold more
+            //    than their budget).
+            let outputLimit = context.connectionBuffersOverBudget ? 1 : Self.outputHighWater
+            if !connection.closeAfterOutput && connection.hasUnparsedInput && connection.output.count < outputLimit {
+                if pipelined == Self.pipelineBudget {
+                    deferred.append(connection)
+                    return
+                }
+                pipelined += 1
+                connection.consumeUnparsedInput(now: now, context: context)
                 continue
             }
             // 3. Output.
@@ -306,17 +364,22 @@ final class EventLoop: @unchecked Sendable {
                     return
                 }
                 reads += 1
-                let received = recv(connection.fd, readBuffer.baseAddress, readBuffer.count, 0)
+                // Connections over their buffer budget read little at a time: what a read leaves
+                // unparsed (pipelined input) stays small.
+                let readSize = context.connectionBuffersOverBudget ? Self.readSizeOverBudget : readBuffer.count
+                let received = recv(connection.fd, readBuffer.baseAddress, readSize, 0)
                 if received > 0 {
                     // Edge-triggered: a short read drained the socket; new bytes raise a new event.
-                    if received < readBuffer.count && !connection.peerHungUp { connection.mightBeReadable = false }
+                    if received < readSize && !connection.peerHungUp { connection.mightBeReadable = false }
                     let input = UnsafeRawBufferPointer(rebasing: readBuffer[0..<received])
-                    let used = connection.consume(input, context: context)
+                    let used = connection.consume(input, now: now, context: context)
                     connection.keepUnparsed(input, from: used)
-                    if connection.parser.phase == .body && connection.readyRequest == nil {
+                    if connection.parser.phase == .body && connection.readyRequest == nil
+                        && connection.headAwaitingDecision == nil
+                    {
                         // Body inactivity is measured from the last bytes received.
                         connection.deadlineKind = .body
-                        connection.deadline = now + context.bodyReadTimeout
+                        connection.deadline = connection.bodyDeadline(now: now, context: context)
                     }
                     continue
                 }
@@ -338,6 +401,34 @@ final class EventLoop: @unchecked Sendable {
             }
             armReadDeadline(connection)
             return
+        }
+    }
+
+    /// Hands `connection` to a worker to answer its ready request or to decide about the body of
+    /// its awaiting head (earlier inline responses go out first). True when the loop goes on
+    /// driving it (the worker queue was full: its 503 is queued); false when it must stop: a
+    /// worker has it, its output is blocked, or it was closed.
+    private func hand(_ connection: Connection, to purpose: WorkerPool.Job.Purpose, of request: HTTPRequest) -> Bool {
+        if !connection.output.isEmpty {
+            guard flush(connection) else { return false }
+        }
+        if purpose == .respond { connection.readyRequest = nil }
+        connection.withWorker = true
+        connection.deadlineKind = .none
+        connection.deadline = .max
+        switch pool.submit(WorkerPool.Job(connection: connection, request: request, loop: self, purpose: purpose)) {
+        case .accepted:
+            return false
+        case .full:
+            // Overloaded: 503 with Retry-After now rather than an ever longer wait.
+            connection.withWorker = false
+            context.logger.debug("refused a request: worker queue full", metadata: ["connection": "\(connection.info.id)"])
+            connection.queueError(context.overloaded("worker queue full"), context: context)
+            return true
+        case .stopped:
+            connection.withWorker = false
+            close(connection)
+            return false
         }
     }
 
@@ -372,6 +463,7 @@ final class EventLoop: @unchecked Sendable {
             if connection.deadlineKind != .idle {
                 connection.deadlineKind = .idle
                 connection.deadline = now + context.keepAliveIdleTimeout
+                connection.idleSince = now
             }
         case .head:
             // Measured from the first byte of the request (empty lines before it included): set
@@ -387,13 +479,14 @@ final class EventLoop: @unchecked Sendable {
         case .body:
             if connection.deadlineKind != .body {
                 connection.deadlineKind = .body
-                connection.deadline = now + context.bodyReadTimeout
+                connection.deadline = connection.bodyDeadline(now: now, context: context)
             }
         }
     }
 
     private func isIdle(_ connection: Connection) -> Bool {
-        !connection.withWorker && connection.readyRequest == nil && connection.output.isEmpty
+        !connection.withWorker && connection.readyRequest == nil && connection.headAwaitingDecision == nil
+            && connection.output.isEmpty
             && !connection.hasUnparsedInput && connection.parser.phase == .idle && !connection.lingering
     }
 
@@ -440,10 +533,7 @@ final class EventLoop: @unchecked Sendable {
 
     private func close(_ connection: Connection) {
         guard connections.removeValue(forKey: connection.info.id) != nil else { return }
-        connection.releaseBodyBudget(context: context)
-        // Closing the descriptor also removes it from the epoll set.
-        Glibc.close(connection.fd)
-        context.connectionClosed()
+        connection.closeSocket(context: context)
     }
 
     /// At the end of the grace period: close what the loop owns; connections held by a worker
@@ -463,9 +553,12 @@ final class EventLoop: @unchecked Sendable {
 
     private func sweep() {
         var expired: [Connection] = []
-        for connection in connections.values where !connection.withWorker && connection.deadline <= now {
-            expired.append(connection)
+        var oldestIdle = Int64.max
+        for connection in connections.values where !connection.withWorker {
+            if connection.deadline <= now { expired.append(connection) }
+            if connection.idleSince < oldestIdle && isWaitingForRequest(connection) { oldestIdle = connection.idleSince }
         }
+        oldestIdleSince.store(oldestIdle, ordering: .relaxed)
         for connection in expired {
             switch connection.deadlineKind {
             case .none:
@@ -477,7 +570,10 @@ final class EventLoop: @unchecked Sendable {
                     close(connection)
                     continue
                 }
-                let reason = connection.deadlineKind == .head ? "header section not received in time" : "body stalled"
+                let reason =
+                    connection.deadlineKind == .head
+                    ? "header section not received in time"
+                    : connection.bodyRateDeadline(context: context) <= now ? "body slower than the minimum rate" : "body stalled"
                 context.logger.debug(
                     "request timed out", metadata: ["connection": "\(connection.info.id)", "reason": "\(reason)"])
                 connection.deadlineKind = .none

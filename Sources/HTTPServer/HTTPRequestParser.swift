@@ -42,7 +42,14 @@ public struct HTTPRequestParser: Sendable {
         case needMore
         /// The header section asked for `Expect: 100-continue` and a body is pending. `consumed`
         /// bytes were used; feed the rest (if any) again. The I/O layer answers `100 Continue`.
+        /// Never reported by a parser that pauses after heads (it reports `head` instead).
         case continueNeeded(consumed: Int)
+        /// Only from a parser made with `pausesAfterHead`: the header section of a request with a
+        /// body is complete and none of the body has been parsed. `head` is the request without
+        /// its body (empty `body` and `trailers`); `expectsContinue` tells whether the client
+        /// waits for `100 Continue`. `consumed` bytes were used; feed the rest (the body) once
+        /// the body is admitted.
+        case head(HTTPRequest, expectsContinue: Bool, consumed: Int)
         /// A complete request, which used the first `consumed` bytes of the input. The parser is
         /// ready for the next request; feed it the remaining bytes.
         case request(HTTPRequest, consumed: Int)
@@ -76,11 +83,14 @@ public struct HTTPRequestParser: Sendable {
     private enum LineOutcome {
         case proceed
         case continueNeeded
+        case headComplete
         case complete
         case failed(HTTPRequestError)
     }
 
     private let limits: Limits
+    /// Whether the parser stops after the header section of a request with a body (`Step.head`).
+    private let pausesAfterHead: Bool
     private var state: State = .requestLine
     /// The bytes of a line that arrived in pieces (LF not seen yet). Reused between lines.
     private var pendingLine: [UInt8] = []
@@ -107,9 +117,12 @@ public struct HTTPRequestParser: Sendable {
     private var otherCodings = 0
     private var expectsContinue = false
 
-    /// A parser enforcing `limits`.
-    public init(limits: Limits = Limits()) {
+    /// A parser enforcing `limits`. With `pausesAfterHead`, it reports the head of every request
+    /// with a body (`Step.head`) before parsing any of the body, so the server can decide about the
+    /// body (admit, refuse, reserve memory for it) from the head alone.
+    public init(limits: Limits = Limits(), pausesAfterHead: Bool = false) {
         self.limits = limits
+        self.pausesAfterHead = pausesAfterHead
         pendingLine.reserveCapacity(256)
         headers.fields.reserveCapacity(12)
     }
@@ -190,6 +203,7 @@ public struct HTTPRequestParser: Sendable {
                 switch outcome {
                 case .proceed: continue
                 case .continueNeeded: return .continueNeeded(consumed: index)
+                case .headComplete: return .head(currentHead(), expectsContinue: expectsContinue, consumed: index)
                 case .complete: return completeRequest(consumed: index)
                 case .failed(let error): return fail(error)
                 }
@@ -635,7 +649,9 @@ public struct HTTPRequestParser: Sendable {
             return .complete
         }
         // RFC 9110 10.1.1: an HTTP/1.0 client's 100-continue expectation is ignored.
-        if expectsContinue && version == .http1_1 { return .continueNeeded }
+        if version != .http1_1 { expectsContinue = false }
+        if pausesAfterHead { return .headComplete }
+        if expectsContinue { return .continueNeeded }
         return .proceed
     }
 
@@ -733,6 +749,11 @@ public struct HTTPRequestParser: Sendable {
             headers: headers, body: body, trailers: trailers)
         resetForNextRequest()
         return .request(request, consumed: consumed)
+    }
+
+    /// The request being assembled, without body or trailers (its header section is complete).
+    private func currentHead() -> HTTPRequest {
+        HTTPRequest(method: method, target: target, path: path, query: query, version: version, headers: headers)
     }
 
     private mutating func fail(_ error: HTTPRequestError) -> Step {

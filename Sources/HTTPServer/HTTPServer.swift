@@ -50,6 +50,7 @@ public final class HTTPServer: Sendable {
         guard lifecycle.withLock({ if case .idle = $0 { return true } else { return false } }) else {
             throw HTTPServerError.alreadyStarted
         }
+        try Self.raiseOpenFileLimit(for: configuration)
         let listenFD = try SocketIO.makeListener(
             host: configuration.host, port: configuration.port, backlog: configuration.backlog)
         let runtime: Runtime
@@ -115,6 +116,32 @@ public final class HTTPServer: Sendable {
     /// Bytes of the body budget reserved now (`maxBufferedBodyBytes`), for metrics and tests.
     public var bufferedBodyBytes: Int { counters.bufferedBodyBytes.load(ordering: .relaxed) }
 
+    /// Bytes of pipelined input and queued output connections hold now
+    /// (`maxBufferedConnectionBytes`), for metrics and tests.
+    public var bufferedConnectionBytes: Int { counters.bufferedConnectionBytes.load(ordering: .relaxed) }
+
+    /// Connections closed as soon as accepted because their address had
+    /// `maxConnectionsPerAddress` open, since the start; for metrics and tests.
+    public var refusedConnections: Int { counters.refusedConnections.load(ordering: .relaxed) }
+
+    /// Idle connections closed to admit new ones at `maxConnections`, since the start; for
+    /// metrics and tests.
+    public var evictedConnections: Int { counters.evictedConnections.load(ordering: .relaxed) }
+
+    /// The open files a server with `configuration` needs: its connections, the application's
+    /// (`reservedFileDescriptors`), and its own (listener, eventfds, an epoll set per loop,
+    /// standard streams).
+    public static func fileDescriptorsNeeded(by configuration: HTTPServerConfiguration) -> Int {
+        configuration.maxConnections + configuration.reservedFileDescriptors + 2 * configuration.ioThreads + 8
+    }
+
+    /// Raises the process's soft open-file limit (`RLIMIT_NOFILE`) to what a server with
+    /// `configuration` needs; throws `openFileLimit` when the hard limit is lower. `start()` does
+    /// it too; an application may call it first, to refuse to start before anything else.
+    public static func raiseOpenFileLimit(for configuration: HTTPServerConfiguration) throws(HTTPServerError) {
+        try OpenFileLimit.raise(to: fileDescriptorsNeeded(by: configuration))
+    }
+
     /// Stops gracefully: stops accepting (new connections are refused), closes idle keep-alive
     /// connections, lets in-flight requests finish (their responses carry `Connection: close`),
     /// and after `gracePeriod` closes whatever remains. Returns when done. A handler still running
@@ -173,6 +200,13 @@ public final class HTTPServer: Sendable {
         try require(
             configuration.maxBufferedBodyBytes >= configuration.maxBodyBytes,
             "maxBufferedBodyBytes must be at least maxBodyBytes")
+        try require(
+            configuration.maxBufferedBodyBytesPerClient >= configuration.maxBodyBytes,
+            "maxBufferedBodyBytesPerClient must be at least maxBodyBytes")
+        try require(configuration.minBodyBytesPerSecond >= 0, "minBodyBytesPerSecond must not be negative")
+        try require(configuration.maxConnectionsPerAddress >= 0, "maxConnectionsPerAddress must not be negative")
+        try require(configuration.reservedFileDescriptors >= 0, "reservedFileDescriptors must not be negative")
+        try require(configuration.maxBufferedConnectionBytes >= 0, "maxBufferedConnectionBytes must not be negative")
         try require(configuration.maxQueuedRequests >= 1, "maxQueuedRequests must be at least 1")
         try require(configuration.overloadRetryAfterSeconds >= 0, "overloadRetryAfterSeconds must not be negative")
     }

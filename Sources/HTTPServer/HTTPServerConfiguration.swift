@@ -21,14 +21,29 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxBodyBytes: Int = 2_097_152
     /// Server-wide budget for request bodies held in memory: bodies being received and received
     /// requests waiting for or running in a handler. When a header section announcing a body
-    /// arrives, the body reserves its `Content-Length` (a chunked body: `maxBodyBytes`, its size
-    /// being unknown) until its response is queued; a body that does not fit is answered 503 with
-    /// `Retry-After` at once (never `100 Continue`) and the connection closed, before any of it is
-    /// read. Refusing rather than pausing keeps clients from waiting on memory others hold, and
-    /// reserving the announced size means an admitted body is never cut off. Request lines and
-    /// header sections are not counted: they are bounded per connection by the limits above.
+    /// arrives and the application admits the body (`HTTPResponder.admitBody`), the body reserves
+    /// its `Content-Length` (a chunked body: `maxBodyBytes`, its size being unknown) until its
+    /// response is queued; a body that does not fit is answered 503 with `Retry-After` at once
+    /// (never `100 Continue`) and the connection closed, before any of it is read. Refusing rather
+    /// than pausing keeps clients from waiting on memory others hold, and reserving the announced
+    /// size means an admitted body is never cut off. Request lines and header sections are not
+    /// counted: they are bounded per connection by the limits above.
     /// At least `maxBodyBytes`. Default `268_435_456` (256 MiB).
     public var maxBufferedBodyBytes: Int = 268_435_456
+    /// Most of the body budget one client holds at once with bodies received after their head:
+    /// the owner the application names when it admits a body (the authenticated user), or else
+    /// the client address (`ClientAddress`). A body past it is answered 429 with `Retry-After`,
+    /// before it is read, and the connection closed. (A body that arrives whole with its head
+    /// counts only against `maxBufferedBodyBytes`.) At least `maxBodyBytes`. Default
+    /// `16_777_216` (16 MiB).
+    public var maxBufferedBodyBytesPerClient: Int = 16_777_216
+    /// The slowest a body may arrive once `bodyRateGracePeriod` has passed since it was admitted:
+    /// a body still arriving then must have averaged this many bytes per second since its
+    /// admission, or it is answered 408 and its reservation freed (a trickle cannot hold its
+    /// share of the budget for long). 0 turns the check off. Default `1024` (1 KiB/s).
+    public var minBodyBytesPerSecond: Int = 1024
+    /// How long a body may arrive at any pace before `minBodyBytesPerSecond` applies. Default 10 s.
+    public var bodyRateGracePeriod: Duration = .seconds(10)
     /// Most requests waiting for a worker thread; a request arriving when that many wait is
     /// answered 503 with `Retry-After` and its connection closed. Default `4096`.
     public var maxQueuedRequests: Int = 4096
@@ -60,9 +75,20 @@ public struct HTTPServerConfiguration: Sendable {
     /// The clock timeouts are measured with. Default: `CLOCK_MONOTONIC`.
     public var clock: HTTPServerClock = .monotonic
 
-    /// Most open client connections. At the limit the server stops accepting and new clients
-    /// wait in the listen backlog. Default `10_000`.
+    /// Most open client connections. At the limit, while clients wait in the listen backlog,
+    /// each I/O thread closes its longest-idle connections (waiting for a request's first byte)
+    /// to admit them; when none is idle, new clients wait. Default `10_000`.
     public var maxConnections: Int = 10_000
+    /// Most open connections from one client address (`ClientAddress`: IPv4 address or IPv6
+    /// /64); further connections from it are closed as soon as they are accepted. 0 turns the
+    /// limit off. Behind a proxy every client has the proxy's address: raise it there. Default
+    /// `256`.
+    public var maxConnectionsPerAddress: Int = 256
+    /// Descriptors the application needs beside the client connections (database connections,
+    /// outgoing calls, files). At start the server raises the soft open-file limit to
+    /// `maxConnections` plus these plus its own, and refuses to start when the hard limit is
+    /// lower. Default `64`.
+    public var reservedFileDescriptors: Int = 64
     /// Number of epoll I/O threads. Default: the number of online cores.
     public var ioThreads: Int = HTTPServerConfiguration.onlineCoreCount
     /// Number of worker threads running `.worker` handlers. Default `4`.
@@ -71,6 +97,12 @@ public struct HTTPServerConfiguration: Sendable {
     /// buffered per connection beyond the request being handled: the socket is not read again
     /// until that request has been answered. Default `65_536`.
     public var maxBufferedInputBytes: Int = 65_536
+    /// Server-wide budget for the bytes connections hold outside bodies: pipelined input read
+    /// ahead of its turn and responses queued for slow readers. Past it, connections parse no
+    /// further pipelined request until their queued output is written, and read at most 4 KiB at
+    /// a time, so the total exceeds it by at most one response and 4 KiB per connection.
+    /// Default `67_108_864` (64 MiB).
+    public var maxBufferedConnectionBytes: Int = 67_108_864
 
     /// A configuration with every default, listening on `host:port`.
     public init(host: String = "127.0.0.1", port: Int = 8080) {

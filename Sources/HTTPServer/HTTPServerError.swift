@@ -11,6 +11,9 @@ public enum HTTPServerError: Error, Sendable, Equatable, CustomStringConvertible
     case alreadyStarted
     /// A configuration value is out of range: which one.
     case invalidConfiguration(String)
+    /// The open-file limit cannot be raised to what `maxConnections` and the other descriptors
+    /// need: the descriptors needed and the hard limit (`ulimit -Hn`).
+    case openFileLimit(needed: Int, hardLimit: Int)
 
     /// What failed, with the failing system call and errno where there is one.
     public var description: String {
@@ -23,6 +26,9 @@ public enum HTTPServerError: Error, Sendable, Equatable, CustomStringConvertible
             return "the server was already started"
         case .invalidConfiguration(let what):
             return "invalid configuration: \(what)"
+        case .openFileLimit(let needed, let hardLimit):
+            return
+                "the connection limit and the server's other descriptors need \(needed) open files, but the hard limit (ulimit -Hn) is \(hardLimit): raise it or lower the connection limit"
         }
     }
 }

@@ -10,6 +10,8 @@ final class ServerContext: Sendable {
     let responder: any HTTPResponder
     let logger: Logger
     let counters: ServerCounters
+    let bodyBudget: BodyBudget
+    let addressConnections: AddressConnections
     let dateCache = HTTPDateCache()
     /// The eventfd the acceptor sleeps on while the connection limit is reached (owned: closed
     /// when the context goes away).
@@ -24,6 +26,7 @@ final class ServerContext: Sendable {
     let writeTimeout: Int64
     let lingeringCloseTimeout: Int64
     let timerResolution: Int64
+    let bodyRateGracePeriod: Int64
 
     init(
         configuration: HTTPServerConfiguration, responder: any HTTPResponder, logger: Logger,
@@ -34,6 +37,10 @@ final class ServerContext: Sendable {
         self.responder = responder
         self.logger = logger
         self.counters = counters
+        self.bodyBudget = BodyBudget(
+            budget: configuration.maxBufferedBodyBytes, share: configuration.maxBufferedBodyBytesPerClient,
+            counters: counters)
+        self.addressConnections = AddressConnections(limit: configuration.maxConnectionsPerAddress)
         self.acceptorWakeFD = acceptorWakeFD
         headerReadTimeout = configuration.headerReadTimeout.nanosecondsClamped
         bodyReadTimeout = configuration.bodyReadTimeout.nanosecondsClamped
@@ -41,6 +48,7 @@ final class ServerContext: Sendable {
         writeTimeout = configuration.writeTimeout.nanosecondsClamped
         lingeringCloseTimeout = configuration.lingeringCloseTimeout.nanosecondsClamped
         timerResolution = max(1_000_000, configuration.timerResolution.nanosecondsClamped)
+        bodyRateGracePeriod = configuration.bodyRateGracePeriod.nanosecondsClamped
     }
 
     deinit {
@@ -51,33 +59,29 @@ final class ServerContext: Sendable {
     /// The current time of the configured clock, in nanoseconds.
     func now() -> Int64 { configuration.clock.nowNanoseconds() }
 
-    /// Reserves `bytes` of the body budget; false, with nothing reserved, when they do not fit.
-    func reserveBodyBytes(_ bytes: Int) -> Bool {
-        guard bytes > 0 else { return true }
-        let budget = configuration.maxBufferedBodyBytes
-        var current = counters.bufferedBodyBytes.load(ordering: .relaxed)
-        while true {
-            guard bytes <= budget - current else { return false }
-            let (exchanged, original) = counters.bufferedBodyBytes.compareExchange(
-                expected: current, desired: current + bytes, ordering: .relaxed)
-            if exchanged { return true }
-            current = original
-        }
-    }
-
-    /// Returns `bytes` to the body budget.
-    func releaseBodyBytes(_ bytes: Int) {
-        if bytes > 0 { counters.bufferedBodyBytes.subtract(bytes, ordering: .relaxed) }
-    }
-
     /// The 503 the server answers when it is overloaded (`reason` for the logs).
     func overloaded(_ reason: String) -> HTTPRequestError {
         HTTPRequestError(
             status: .serviceUnavailable, reason: reason, retryAfterSeconds: configuration.overloadRetryAfterSeconds)
     }
 
-    /// Accounts for a closed connection; wakes the acceptor if it was waiting at the limit.
-    func connectionClosed() {
+    /// The 429 the server answers a client over its share of the body budget.
+    func overShare() -> HTTPRequestError {
+        HTTPRequestError(
+            status: .tooManyRequests, reason: "the client's share of the request body budget is used up",
+            retryAfterSeconds: configuration.overloadRetryAfterSeconds)
+    }
+
+    /// Whether connections hold more pipelined input and queued output than
+    /// `maxBufferedConnectionBytes`: they then read and parse ahead less.
+    var connectionBuffersOverBudget: Bool {
+        counters.bufferedConnectionBytes.load(ordering: .relaxed) > configuration.maxBufferedConnectionBytes
+    }
+
+    /// Accounts for a closed connection from `clientAddress`; wakes the acceptor if it was
+    /// waiting at the limit.
+    func connectionClosed(clientAddress: String) {
+        addressConnections.close(clientAddress)
         let (previous, _) = counters.openConnections.subtract(1, ordering: .acquiringAndReleasing)
         if previous >= configuration.maxConnections {
             SocketIO.signal(eventFD: acceptorWakeFD)
@@ -93,6 +97,12 @@ final class ServerCounters: Sendable {
     let queuedRequests = Atomic<Int>(0)
     /// Bytes of the body budget reserved by connections (`maxBufferedBodyBytes`).
     let bufferedBodyBytes = Atomic<Int>(0)
+    /// Bytes of pipelined input and queued output connections hold (`maxBufferedConnectionBytes`).
+    let bufferedConnectionBytes = Atomic<Int>(0)
+    /// Connections closed at once because their address had `maxConnectionsPerAddress` open.
+    let refusedConnections = Atomic<Int>(0)
+    /// Idle connections closed to admit new ones at `maxConnections`.
+    let evictedConnections = Atomic<Int>(0)
     /// The source of `ConnectionInfo.id`.
     let nextConnectionID = Atomic<UInt64>(1)
 }

@@ -115,6 +115,13 @@ enum SocketIO {
         }
     }
 
+    /// Whether bytes (or the peer's close) wait to be read on `fd`, without reading them.
+    static func hasPendingInput(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        let peeked = recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
+        return peeked > 0
+    }
+
     /// Writes 1 to an eventfd (wakes whoever polls it). Failure (counter full) is harmless.
     static func signal(eventFD: Int32) {
         var one: UInt64 = 1

@@ -6,11 +6,22 @@ import Primitives
 /// The bounded pool of dedicated threads that run `.worker` handlers, pulling from one FIFO queue
 /// (a mutex-protected queue plus a semaphore counting queued jobs). Never Dispatch's global pool.
 final class WorkerPool: Sendable {
-    /// A request to answer and the connection (now owned by the job) it came from.
+    /// A request to answer (or a head whose body to decide about) and the connection (now owned
+    /// by the job) it came from.
     struct Job: Sendable {
+        /// What the worker does with the request.
+        enum Purpose: Sendable, Equatable {
+            /// Run the handler and queue its response.
+            case respond
+            /// Ask the application about the body of this head, allowed to block
+            /// (`HTTPResponder.admitBody` with `mayBlock`).
+            case decideAboutBody
+        }
+
         let connection: Connection
         let request: HTTPRequest
         let loop: EventLoop
+        var purpose: Purpose = .respond
     }
 
     private struct Queue {
@@ -109,11 +120,18 @@ final class WorkerPool: Sendable {
 
     private func run(_ job: Job) {
         let connection = job.connection
-        let response = context.responder.respond(to: job.request, connection: connection.info)
-        connection.queueResponse(response, to: job.request, context: context)
-        // Try the write here, saving the loop a wake-up; the loop finishes partial writes and
-        // closes on failure.
-        _ = connection.output.write(to: connection.fd)
+        switch job.purpose {
+        case .respond:
+            let response = context.responder.respond(to: job.request, connection: connection.info)
+            connection.queueResponse(response, to: job.request, context: context)
+            // Try the write here, saving the loop a wake-up; the loop finishes partial writes and
+            // closes on failure.
+            _ = connection.output.write(to: connection.fd)
+            connection.settleBufferedBytes(context: context)
+        case .decideAboutBody:
+            connection.workerDecision = context.responder.admitBody(
+                of: job.request, connection: connection.info, mayBlock: true)
+        }
         if !job.loop.handBack(connection) {
             closeOrphan(connection)
         }
@@ -121,8 +139,6 @@ final class WorkerPool: Sendable {
 
     /// Closes a connection whose loop is gone (or whose job was dropped at stop).
     private func closeOrphan(_ connection: Connection) {
-        connection.releaseBodyBudget(context: context)
-        Glibc.close(connection.fd)
-        context.connectionClosed()
+        connection.closeSocket(context: context)
     }
 }

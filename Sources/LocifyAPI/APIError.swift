@@ -119,13 +119,15 @@ extension APIError {
         }
     }
 
-    /// The JSON rendering of an error the HTTP server detected itself, for the two that belong
-    /// to the API's table (413 E010; 503 S003 when the server is overloaded: body budget or
-    /// worker queue full, with its `Retry-After`); nil for malformed HTTP, which gets a plain
-    /// status (openapi.yaml).
+    /// The JSON rendering of an error the HTTP server detected itself, for those that belong to
+    /// the API's table (413 E010; 429 S001 when the client holds its whole share of the body
+    /// budget; 503 S003 when the server is overloaded: body budget or worker queue full; each
+    /// with its `Retry-After`); nil for malformed HTTP and timeouts, which get a plain status
+    /// (openapi.yaml).
     init?(_ error: HTTPRequestError) {
         switch error.status {
         case .contentTooLarge: self = .bodyTooLarge
+        case .tooManyRequests: self = .rateLimited(retryAfterSeconds: error.retryAfterSeconds ?? 1)
         case .serviceUnavailable:
             self = .unavailable("server is busy, retry later")
             if let seconds = error.retryAfterSeconds { headers.set("Retry-After", String(seconds)) }

@@ -41,6 +41,8 @@ public final class Application: Sendable {
     let workerPool: ConnectionPool
     let purger: TombstonePurger
     let keyCache: PublicKeyCache?
+    /// The ID-token verifier of every request (tests count its signature checks).
+    let verifier: IDTokenVerifier
     let shutdownGrace: Duration
     let shutdownDelay: Duration
     let readiness: Readiness
@@ -49,7 +51,7 @@ public final class Application: Sendable {
     init(
         server: HTTPServer, pool: ConnectionPool, workerPool: ConnectionPool, cleanupWorker: CleanupWorker,
         routes: [(method: HTTPMethod, pattern: String)], purger: TombstonePurger, keyCache: PublicKeyCache?,
-        shutdownGrace: Duration, shutdownDelay: Duration, readiness: Readiness, logger: Logger
+        verifier: IDTokenVerifier, shutdownGrace: Duration, shutdownDelay: Duration, readiness: Readiness, logger: Logger
     ) {
         self.server = server
         self.pool = pool
@@ -58,6 +60,7 @@ public final class Application: Sendable {
         self.cleanupWorker = cleanupWorker
         self.purger = purger
         self.keyCache = keyCache
+        self.verifier = verifier
         self.shutdownGrace = shutdownGrace
         self.shutdownDelay = shutdownDelay
         self.readiness = readiness
@@ -118,8 +121,11 @@ public final class Application: Sendable {
 public func buildApplication(
     configuration: Configuration, logger: Logger, dependencies: ApplicationDependencies = ApplicationDependencies()
 ) throws -> Application {
-    // Before anything else (the database is not touched): emulator mode must not reach production.
+    // Before anything else (the database is not touched): emulator mode must not reach production,
+    // and the open-file limit must allow the connections.
     try configuration.validateEmulatorSafety()
+    let http = httpConfiguration(configuration, dependencies: dependencies)
+    try raiseOpenFileLimit(for: http)
     var databaseConfiguration = try PostgresConfiguration(connectionString: configuration.databaseURL)
     databaseConfiguration.applicationName = "locify-server"
     // Every statement is prepared once per connection and shaped so that its generic plan is the
@@ -160,12 +166,6 @@ public func buildApplication(
     let purger = TombstonePurger(
         pool: workerPool, retentionSeconds: Int64(configuration.tombstoneRetentionSeconds),
         interval: .seconds(configuration.tombstonePurgeIntervalSeconds), logger: logger)
-
-    var http = HTTPServerConfiguration(host: configuration.host, port: configuration.port)
-    http.maxConnections = configuration.maxConnections
-    http.maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
-    http.workerThreads = configuration.databasePoolSize
-    dependencies.configureHTTP(&http)
 
     let metrics = Metrics()
     let serverBox = ServerBox()
@@ -216,8 +216,40 @@ public func buildApplication(
     serverBox.server = server
     return Application(
         server: server, pool: pool, workerPool: workerPool, cleanupWorker: cleanupWorker, routes: router.routes, purger: purger,
-        keyCache: keyCache, shutdownGrace: .seconds(configuration.shutdownGraceSeconds),
+        keyCache: keyCache, verifier: verifier, shutdownGrace: .seconds(configuration.shutdownGraceSeconds),
         shutdownDelay: .seconds(configuration.shutdownDelaySeconds), readiness: readiness, logger: logger)
+}
+
+/// The HTTP server's settings from the configuration (and the tests' adjustments).
+private func httpConfiguration(_ configuration: Configuration, dependencies: ApplicationDependencies) -> HTTPServerConfiguration {
+    var http = HTTPServerConfiguration(host: configuration.host, port: configuration.port)
+    http.maxConnections = configuration.maxConnections
+    http.maxConnectionsPerAddress = configuration.maxConnectionsPerAddress
+    http.maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
+    http.maxBufferedBodyBytesPerClient = configuration.maxBufferedBodyBytesPerClient
+    http.minBodyBytesPerSecond = configuration.minBodyBytesPerSecond
+    http.maxBufferedConnectionBytes = configuration.maxBufferedConnectionBytes
+    http.workerThreads = configuration.databasePoolSize
+    // Beside the connections: both database pools, a Google call per worker and the key
+    // fetch, the files read while running, and a margin.
+    http.reservedFileDescriptors = 2 * configuration.databasePoolSize + 2 + 32
+    dependencies.configureHTTP(&http)
+    return http
+}
+
+/// Raises the open-file limit to what the HTTP server needs, or refuses to start naming
+/// `LOCIFY_MAX_CONNECTIONS`.
+private func raiseOpenFileLimit(for http: HTTPServerConfiguration) throws {
+    do {
+        try HTTPServer.raiseOpenFileLimit(for: http)
+    } catch {
+        guard case .openFileLimit(let needed, let hardLimit) = error else { throw error }
+        throw ConfigurationError(
+            variable: "LOCIFY_MAX_CONNECTIONS",
+            problem:
+                "\(http.maxConnections) connections and the server's other descriptors need \(needed) open files, but the hard limit (ulimit -Hn) is \(hardLimit): raise the hard limit or lower LOCIFY_MAX_CONNECTIONS; refusing to start"
+        )
+    }
 }
 
 /// Applies pending migrations, waiting up to about 30 s for the database to come up.

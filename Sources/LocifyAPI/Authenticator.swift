@@ -5,7 +5,9 @@ import Logging
 
 /// The authentication step of every `/v1` request (openapi.yaml): a `Bearer` ID token
 /// (scheme case-insensitive) verified by the Firebase rules. Every refusal looks the same to the
-/// client (401 E005); the reason goes to the log.
+/// client (401 E005); the reason goes to the log. In three steps, so that the cheap ones can run
+/// on a request's head on an I/O thread: the token of the header, a token verified before (a
+/// hash and a cache lookup), the full verification (a signature, maybe a wait for Google's keys).
 struct Authenticator: Sendable {
     let verifier: IDTokenVerifier
     /// The configured clock skew, seconds: a token is revoked by an account deletion when its
@@ -14,31 +16,55 @@ struct Authenticator: Sendable {
     let revocationSkewSeconds: Int
     let logger: Logger
 
-    func authenticate(_ request: HTTPRequest, requestID: String) throws(APIError) -> Caller {
+    /// The token of the request's single `Authorization: Bearer` field; 401 when there is none.
+    func token(of request: HTTPRequest, requestID: String) throws(APIError) -> String {
         let values = request.headers.values(for: "Authorization")
         guard let header = values.first else { throw .unauthenticated(credentialsSent: false) }
         guard values.count == 1, let token = Self.bearerToken(header) else {
             logger.debug("refused credentials: not a single Bearer token", metadata: ["request_id": "\(requestID)"])
             throw .unauthenticated(credentialsSent: true)
         }
+        return token
+    }
+
+    /// The caller of a token verified before and still valid; nil when it must be verified.
+    /// Never blocks.
+    func cachedCaller(_ token: String, requestID: String) throws(APIError) -> Caller? {
         do {
-            let verified = try verifier.verify(token)
-            // The gate refuses `tokenIssuedAt <= deletion second`: passing `iat - skew` refuses
-            // `iat <= deletion second + skew` (the earliest issue time on the server's clock).
-            return Caller(
-                userID: verified.uid, email: verified.email, name: verified.name,
-                tokenIssuedAt: verified.issuedAt - Int64(revocationSkewSeconds))
+            return try verifier.cachedVerification(of: token).map(caller)
         } catch {
-            switch error {
-            case .invalid(let reason):
-                // Debug, not info: a flood of forged tokens must not fill the disk (the request
-                // line of each refusal is logged, and bounded by the per-address limit).
-                logger.debug("refused ID token", metadata: ["request_id": "\(requestID)", "reason": "\(reason)"])
-            case .keysUnavailable(let reason):
-                logger.error("cannot verify ID tokens", metadata: ["request_id": "\(requestID)", "reason": "\(reason)"])
-            }
-            throw APIError(error)
+            throw refusal(error, requestID: requestID)
         }
+    }
+
+    /// Verifies `token` (a cache hit, or the full check, which may wait for Google's keys).
+    func verify(_ token: String, requestID: String) throws(APIError) -> Caller {
+        do {
+            return caller(try verifier.verify(token))
+        } catch {
+            throw refusal(error, requestID: requestID)
+        }
+    }
+
+    /// The gate refuses `tokenIssuedAt <= deletion second`: passing `iat - skew` refuses
+    /// `iat <= deletion second + skew` (the earliest issue time on the server's clock).
+    private func caller(_ verified: VerifiedIDToken) -> Caller {
+        Caller(
+            userID: verified.uid, email: verified.email, name: verified.name,
+            tokenIssuedAt: verified.issuedAt - Int64(revocationSkewSeconds))
+    }
+
+    /// Logs why a token was refused and maps the error.
+    private func refusal(_ error: IDTokenError, requestID: String) -> APIError {
+        switch error {
+        case .invalid(let reason):
+            // Debug, not info: a flood of forged tokens must not fill the disk (the request
+            // line of each refusal is logged, and bounded by the per-address limit).
+            logger.debug("refused ID token", metadata: ["request_id": "\(requestID)", "reason": "\(reason)"])
+        case .keysUnavailable(let reason):
+            logger.error("cannot verify ID tokens", metadata: ["request_id": "\(requestID)", "reason": "\(reason)"])
+        }
+        return APIError(error)
     }
 
     /// The token of `Bearer <token>` (RFC 6750 section 2.1; the scheme in any letter case, one

@@ -55,11 +55,24 @@ public struct Configuration: Sendable {
     /// Seconds between hand-backs of freed heap memory to the kernel (`malloc_trim`), so an idle
     /// server shrinks back after a burst; 0 disables it. Default 1.
     public var memoryTrimIntervalSeconds: Int = 1
-    /// Open client connections; more wait in the accept backlog. Default 10,000.
+    /// Open client connections; at the limit the longest-idle ones are closed to admit waiting
+    /// clients. Default 10,000.
     public var maxConnections: Int = 10_000
+    /// Open connections from one client address (IPv4 address or IPv6 /64); 0 turns the limit
+    /// off. Default 256.
+    public var maxConnectionsPerAddress: Int = 256
     /// Server-wide budget for request bodies held in memory, bytes; a body that does not fit is
     /// answered 503 S003 with `Retry-After`. Default 268,435,456 (256 MiB).
     public var maxBufferedBodyBytes: Int = 268_435_456
+    /// The share of that budget one user (or, for a body not tied to a user, one client address)
+    /// holds at most; past it, 429 S001. Default 16,777,216 (16 MiB).
+    public var maxBufferedBodyBytesPerClient: Int = 16_777_216
+    /// The slowest a request body may arrive, bytes per second averaged from its admission, once
+    /// 10 s have passed; slower: 408. 0 turns the check off. Default 1024.
+    public var minBodyBytesPerSecond: Int = 1024
+    /// Server-wide budget for pipelined input and queued responses connections hold, bytes.
+    /// Default 67,108,864 (64 MiB).
+    public var maxBufferedConnectionBytes: Int = 67_108_864
     /// Allowance on `exp`/`iat`/`auth_time`, seconds (0-300). Default 60.
     public var tokenClockSkewSeconds: Int = 60
     /// `trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical`. Default `info`.
@@ -109,11 +122,11 @@ extension Configuration {
         authEmulatorHost = try env.hostPort("FIREBASE_AUTH_EMULATOR_HOST")
         storageEmulatorHost = try env.hostPort("FIREBASE_STORAGE_EMULATOR_HOST")
         allowEmulatorWithRealProject = try env.flag("LOCIFY_ALLOW_EMULATOR_WITH_REAL_PROJECT") ?? allowEmulatorWithRealProject
-        rateLimitPerSecond = try env.double("LOCIFY_RATE_LIMIT_PER_SECOND", in: 0...1_000_000) ?? rateLimitPerSecond
-        rateLimitBurst = try env.double("LOCIFY_RATE_LIMIT_BURST", in: 0...1_000_000) ?? rateLimitBurst
+        rateLimitPerSecond = try env.bucketSetting("LOCIFY_RATE_LIMIT_PER_SECOND", from: Self.minimumRate) ?? rateLimitPerSecond
+        rateLimitBurst = try env.bucketSetting("LOCIFY_RATE_LIMIT_BURST", from: 1) ?? rateLimitBurst
         addressRateLimitPerSecond =
-            try env.double("LOCIFY_ADDRESS_RATE_LIMIT_PER_SECOND", in: 0...1_000_000) ?? addressRateLimitPerSecond
-        addressRateLimitBurst = try env.double("LOCIFY_ADDRESS_RATE_LIMIT_BURST", in: 0...1_000_000) ?? addressRateLimitBurst
+            try env.bucketSetting("LOCIFY_ADDRESS_RATE_LIMIT_PER_SECOND", from: Self.minimumRate) ?? addressRateLimitPerSecond
+        addressRateLimitBurst = try env.bucketSetting("LOCIFY_ADDRESS_RATE_LIMIT_BURST", from: 1) ?? addressRateLimitBurst
         tombstoneRetentionSeconds =
             try env.int("LOCIFY_TOMBSTONE_RETENTION_SECONDS", in: 1...Int(Int32.max)) ?? tombstoneRetentionSeconds
         tombstonePurgeIntervalSeconds =
@@ -124,8 +137,15 @@ extension Configuration {
         memoryTrimIntervalSeconds =
             try env.int("LOCIFY_MEMORY_TRIM_INTERVAL_SECONDS", in: 0...3600) ?? memoryTrimIntervalSeconds
         maxConnections = try env.int("LOCIFY_MAX_CONNECTIONS", in: 1...1_000_000) ?? maxConnections
+        maxConnectionsPerAddress =
+            try env.int("LOCIFY_MAX_CONNECTIONS_PER_ADDRESS", in: 0...1_000_000) ?? maxConnectionsPerAddress
         maxBufferedBodyBytes =
             try env.int("LOCIFY_MAX_BUFFERED_BODY_BYTES", in: 2_097_152...(1 << 40)) ?? maxBufferedBodyBytes
+        maxBufferedBodyBytesPerClient =
+            try env.int("LOCIFY_MAX_BUFFERED_BODY_BYTES_PER_CLIENT", in: 2_097_152...(1 << 40)) ?? maxBufferedBodyBytesPerClient
+        minBodyBytesPerSecond = try env.int("LOCIFY_MIN_BODY_BYTES_PER_SECOND", in: 0...(1 << 30)) ?? minBodyBytesPerSecond
+        maxBufferedConnectionBytes =
+            try env.int("LOCIFY_MAX_BUFFERED_CONNECTION_BYTES", in: 65_536...(1 << 40)) ?? maxBufferedConnectionBytes
         tokenClockSkewSeconds = try env.int("LOCIFY_TOKEN_CLOCK_SKEW_SECONDS", in: 0...300) ?? tokenClockSkewSeconds
         maxPushChanges = try env.int("LOCIFY_MAX_PUSH_CHANGES", in: 1...10_000) ?? maxPushChanges
         if let level = env.string("LOG_LEVEL") {
@@ -138,6 +158,10 @@ extension Configuration {
     }
 
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+
+    /// The smallest rate a token bucket may refill at, per second (one token in about 17
+    /// minutes): smaller ones are mistakes, and their `Retry-After` would be astronomical.
+    static let minimumRate = 0.001
 
     /// Refuses the combinations that would let unsigned emulator tokens reach production data
     /// (Firebase's convention: emulator-only projects are named `demo-*`): Auth emulator mode
@@ -193,10 +217,12 @@ private struct Environment {
         return value
     }
 
-    func double(_ name: String, in range: ClosedRange<Double>) throws(ConfigurationError) -> Double? {
+    /// A token bucket's rate or size: 0 (off) or a number from `minimum` to 1,000,000.
+    func bucketSetting(_ name: String, from minimum: Double) throws(ConfigurationError) -> Double? {
         guard let text = string(name) else { return nil }
-        guard let value = Double(text), value.isFinite, range.contains(value) else {
-            throw ConfigurationError(variable: name, problem: "must be a number from 0, got \"\(text)\"")
+        guard let value = Double(text), value == 0 || (minimum...1_000_000).contains(value) else {
+            throw ConfigurationError(
+                variable: name, problem: "must be 0 (off) or a number from \(minimum) to 1000000, got \"\(text)\"")
         }
         return value
     }

@@ -5,11 +5,17 @@ import Primitives
 
 /// The request pipeline of the API: route (404/405 before authentication, openapi.yaml),
 /// authenticate `/v1`, rate-limit per user, run the handler, map any error to its API error,
-/// then stamp `X-Request-Id`, count the metrics and write the request log line. Requests refused
-/// for routing (404/405) or authentication (401) also draw on a per-client-address bucket: once
-/// it is empty they are answered 429 S001 and logged only in a sampled summary, so a flood without
-/// a valid token can fill neither the log nor the CPU; requests with a valid token never draw on
-/// it (many users may share one address behind a NAT).
+/// then stamp `X-Request-Id`, count the metrics and write the request log line. The steps before
+/// the handler also run on the head of a request whose body has not arrived with it
+/// (`admitBody`), so a body the request would be refused for is never read, and an admitted body
+/// is charged to its user's share of the server's body budget.
+///
+/// Requests refused for routing (404/405) or authentication (401) also draw on a
+/// per-client-address bucket: once it is empty they are answered 429 S001 and logged only in a
+/// sampled summary, and a token not verified before from that address is answered 429 before its
+/// signature is checked, so a flood without a valid token can fill neither the log nor the CPU.
+/// Requests with a valid token never draw on it, and one verified before is never refused by it
+/// (many users may share one address behind a NAT).
 struct LocifyResponder: HTTPResponder {
     let router: Router<Route>
     let authenticator: Authenticator
@@ -31,6 +37,29 @@ struct LocifyResponder: HTTPResponder {
     let metrics: Metrics
     let logger: Logger
 
+    /// Where a request is in the pipeline.
+    private enum Stage: Equatable {
+        /// Its head, its body not received: the user's bucket is only looked at, and a token that
+        /// needs verifying is verified only if `mayBlock` (else the decision moves to a worker).
+        case head(mayBlock: Bool)
+        /// Complete: the user's bucket is charged.
+        case request
+    }
+
+    /// What the steps before the handler found, for the metrics and the log line.
+    private struct Trace {
+        var routePattern = "unmatched"
+        var userID: String?
+        /// Answered 429 by the per-address bucket.
+        var addressLimited = false
+    }
+
+    /// The handler a request passed the steps before it for.
+    private enum Admitted {
+        case open(@Sendable (HTTPRequest) throws -> HTTPResponse)
+        case authenticated(@Sendable (AuthenticatedRequest) throws -> HTTPResponse, PathParameters, Caller)
+    }
+
     func executionMode(for request: HTTPRequest) -> HTTPExecutionMode {
         inlinePaths.contains(request.path) ? .inline : .worker
     }
@@ -38,63 +67,121 @@ struct LocifyResponder: HTTPResponder {
     func respond(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPResponse {
         let started = ContinuousClock.now
         let requestID = RequestID.forRequest(clientValue: request.headers["X-Request-Id"])
-        var routePattern = "unmatched"
-        var userID: String?
+        var trace = Trace()
         var response: HTTPResponse
-        var addressLimited = false
         do {
-            switch router.match(request.method, path: request.path) {
-            case .notFound:
-                if let limited = chargeAddress(connection) {
-                    addressLimited = true
-                    throw limited
+            switch try admission(of: request, connection: connection, requestID: requestID, stage: .request, trace: &trace) {
+            case .open(let handler):
+                response = try handler(request)
+            case .authenticated(let handler, let parameters, let caller):
+                do {
+                    response = try handler(AuthenticatedRequest(request: request, parameters: parameters, caller: caller))
+                } catch let failure as DecodingFailure {
+                    // No service ran, so neither did the gate: a revoked token is 401 first.
+                    try admit(caller)
+                    throw failure.error
                 }
-                throw APIError.routeNotFound
-            case .methodNotAllowed(let allowed):
-                if !OperationsRoutes.paths.contains(request.path), let limited = chargeAddress(connection) {
-                    addressLimited = true
-                    throw limited
-                }
-                throw APIError.methodNotAllowed(allowed)
-            case .found(let route, let parameters, let pattern):
-                routePattern = pattern
-                switch route.handler {
-                case .open(let handler):
-                    response = try handler(request)
-                case .authenticated(let handler):
-                    let authentication = Result { () throws(APIError) in
-                        try authenticator.authenticate(request, requestID: requestID)
-                    }
-                    if case .failure(let refusal) = authentication, refusal.status == .unauthorized,
-                        let limited = chargeAddress(connection)
-                    {
-                        addressLimited = true
-                        throw limited
-                    }
-                    let caller = try authentication.get()
-                    userID = caller.userID
-                    if let retryAfter = rateLimiter?.admit(caller.userID) {
-                        throw APIError.rateLimited(retryAfterSeconds: retryAfter)
-                    }
-                    do {
-                        response = try handler(AuthenticatedRequest(request: request, parameters: parameters, caller: caller))
-                    } catch let failure as DecodingFailure {
-                        // No service ran, so neither did the gate: a revoked token is 401 first.
-                        try admit(caller)
-                        throw failure.error
-                    }
-                }
+            case nil:
+                throw APIError.internalError  // unreachable: a complete request may block
             }
         } catch {
-            response = errorResponse(error, userID: userID, requestID: requestID)
+            response = errorResponse(error, userID: trace.userID, requestID: requestID)
         }
+        return finish(response, to: request, requestID: requestID, trace: trace, started: started)
+    }
+
+    /// Runs the steps before the handler on a request's head: a request that would be refused
+    /// (404, 405, 401, 429, 503) is answered now, its body unread; an admitted body is charged
+    /// to its user (or, on an open route, to the client's address).
+    func admitBody(of head: HTTPRequest, connection: ConnectionInfo, mayBlock: Bool) -> HTTPBodyAdmission {
+        let started = ContinuousClock.now
+        let requestID = RequestID.forRequest(clientValue: head.headers["X-Request-Id"])
+        var trace = Trace()
+        do {
+            let stage = Stage.head(mayBlock: mayBlock)
+            guard try admission(of: head, connection: connection, requestID: requestID, stage: stage, trace: &trace) != nil
+            else { return .decideOnWorker }
+            return .admit(owner: trace.userID)
+        } catch {
+            let response = errorResponse(error, userID: trace.userID, requestID: requestID)
+            return .refuse(finish(response, to: head, requestID: requestID, trace: trace, started: started))
+        }
+    }
+
+    /// Routing, authentication and the user's rate limit: the handler to run, or nil when the
+    /// token must be verified and `stage` does not allow blocking.
+    private func admission(
+        of request: HTTPRequest, connection: ConnectionInfo, requestID: String, stage: Stage, trace: inout Trace
+    ) throws(APIError) -> Admitted? {
+        switch router.match(request.method, path: request.path) {
+        case .notFound:
+            try chargeRefusal(connection, trace: &trace)
+            throw .routeNotFound
+        case .methodNotAllowed(let allowed):
+            if !OperationsRoutes.paths.contains(request.path) { try chargeRefusal(connection, trace: &trace) }
+            throw .methodNotAllowed(allowed)
+        case .found(let route, let parameters, let pattern):
+            trace.routePattern = pattern
+            switch route.handler {
+            case .open(let handler):
+                return .open(handler)
+            case .authenticated(let handler):
+                let mayBlock = if case .head(let mayBlock) = stage { mayBlock } else { true }
+                guard
+                    let caller = try authenticate(
+                        request, connection: connection, requestID: requestID, mayBlock: mayBlock, trace: &trace)
+                else { return nil }
+                trace.userID = caller.userID
+                let retryAfter = stage == .request ? rateLimiter?.admit(caller.userID) : rateLimiter?.retryAfter(caller.userID)
+                if let retryAfter { throw .rateLimited(retryAfterSeconds: retryAfter) }
+                return .authenticated(handler, parameters, caller)
+            }
+        }
+    }
+
+    /// The caller of a request to an authenticated route. A token verified before is taken at
+    /// once; another is verified only while the client's address has refusals left in its bucket
+    /// (else 429 before any signature check) and only where blocking is allowed (else nil). A
+    /// refusal (401) draws on the address's bucket.
+    private func authenticate(
+        _ request: HTTPRequest, connection: ConnectionInfo, requestID: String, mayBlock: Bool, trace: inout Trace
+    ) throws(APIError) -> Caller? {
+        do throws(APIError) {
+            let token = try authenticator.token(of: request, requestID: requestID)
+            if let caller = try authenticator.cachedCaller(token, requestID: requestID) { return caller }
+            if let retryAfter = addressLimiter?.retryAfter(connection.clientAddress) {
+                trace.addressLimited = true
+                throw .rateLimited(retryAfterSeconds: retryAfter)
+            }
+            guard mayBlock else { return nil }
+            return try authenticator.verify(token, requestID: requestID)
+        } catch {
+            if error.status == .unauthorized { try chargeRefusal(connection, trace: &trace) }
+            throw error
+        }
+    }
+
+    /// Charges a refused request to its client address; once the address has no tokens left,
+    /// throws the 429 S001 to answer instead.
+    private func chargeRefusal(_ connection: ConnectionInfo, trace: inout Trace) throws(APIError) {
+        guard let retryAfter = addressLimiter?.admit(connection.clientAddress) else { return }
+        trace.addressLimited = true
+        throw .rateLimited(retryAfterSeconds: retryAfter)
+    }
+
+    /// Stamps `X-Request-Id` and the hardening headers, records the metrics and writes the
+    /// request's log line (refusals in a sampled summary past their allowance).
+    private func finish(
+        _ response: HTTPResponse, to request: HTTPRequest, requestID: String, trace: Trace, started: ContinuousClock.Instant
+    ) -> HTTPResponse {
+        var response = response
         response.headers.set("X-Request-Id", requestID)
         Self.harden(&response)
         let elapsed = ContinuousClock.now - started
         let method = Metrics.methodLabel(request.method.rawValue)
-        metrics.record(method: method, route: routePattern, status: response.status.code, seconds: elapsed.seconds)
-        let refused = addressLimited || [401, 404, 405].contains(response.status.code)
-        if refused && (addressLimited || refusedLogLines?.admit("") != nil) {
+        metrics.record(method: method, route: trace.routePattern, status: response.status.code, seconds: elapsed.seconds)
+        let refused = trace.addressLimited || [401, 404, 405].contains(response.status.code)
+        if refused && (trace.addressLimited || refusedLogLines?.admit("") != nil) {
             floodLog.note { count, seconds in
                 logger.warning(
                     "refused requests (401, 404, 405, or 429 past the per-address limit) not logged one by one",
@@ -105,18 +192,11 @@ struct LocifyResponder: HTTPResponder {
         logger.info(
             "request",
             metadata: [
-                "request_id": .string(requestID), "method": .string(method), "route": .string(routePattern),
-                "status": .stringConvertible(response.status.code), "duration_ms": .stringConvertible(elapsed.fractionalMilliseconds),
-                "user_id": .string(userID ?? ""),
+                "request_id": .string(requestID), "method": .string(method), "route": .string(trace.routePattern),
+                "status": .stringConvertible(response.status.code),
+                "duration_ms": .stringConvertible(elapsed.fractionalMilliseconds), "user_id": .string(trace.userID ?? ""),
             ])
         return response
-    }
-
-    /// Charges a refused request to its client address: nil while the address has tokens left,
-    /// then the 429 S001 to answer instead.
-    private func chargeAddress(_ connection: ConnectionInfo) -> APIError? {
-        guard let retryAfter = addressLimiter?.admit(ClientAddress.key(connection.remoteAddress)) else { return nil }
-        return APIError.rateLimited(retryAfterSeconds: retryAfter)
     }
 
     /// Errors the HTTP layer detects before a request exists: the two of the API's table as JSON,

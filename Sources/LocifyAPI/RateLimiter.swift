@@ -41,6 +41,20 @@ final class RateLimiter: Sendable {
 
     /// Takes one token for `key`; when none is left, the whole seconds until one will be.
     func admit(_ key: String) -> Int? {
+        take(key, count: 1)
+    }
+
+    /// Whether `key`'s bucket is empty, without taking a token: nil while it has one left, else
+    /// the whole seconds until it will.
+    func retryAfter(_ key: String) -> Int? {
+        take(key, count: 0)
+    }
+
+    /// The longest `Retry-After` answered, seconds (a day): however small the rate, the answer
+    /// stays a sensible number.
+    static let maximumRetryAfterSeconds = 86_400
+
+    private func take(_ key: String, count: Double) -> Int? {
         let now = self.now()
         return state.withLock { state in
             if now - state.lastSweep > 60 || (state.buckets.count >= maxKeys && now - state.lastSweep > 1) {
@@ -53,10 +67,11 @@ final class RateLimiter: Sendable {
             bucket.updated = now
             defer { state.buckets[bucketKey] = bucket }
             if bucket.tokens >= 1 {
-                bucket.tokens -= 1
+                bucket.tokens -= count
                 return nil
             }
-            return max(1, Int(((1 - bucket.tokens) / ratePerSecond).rounded(.up)))
+            let seconds = ((1 - bucket.tokens) / ratePerSecond).rounded(.up)
+            return seconds < Double(Self.maximumRetryAfterSeconds) ? max(1, Int(seconds)) : Self.maximumRetryAfterSeconds
         }
     }
 

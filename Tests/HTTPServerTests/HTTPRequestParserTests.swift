@@ -27,9 +27,12 @@ enum ParseEvent: Equatable, CustomStringConvertible {
 }
 
 /// Feeds `chunks` in order to a fresh parser, re-feeding unconsumed bytes after each request,
-/// and collects the events until an error or the end of the input.
-func feed(_ chunks: [[UInt8]], limits: HTTPRequestParser.Limits) -> [ParseEvent] {
-    var parser = HTTPRequestParser(limits: limits)
+/// and collects the events until an error or the end of the input. With `pausing`, the parser
+/// pauses after each head announcing a body, as the server's does: a head expecting
+/// `100 Continue` is reported as `continueNeeded`, and each head must be its request's.
+func feed(_ chunks: [[UInt8]], limits: HTTPRequestParser.Limits, pausing: Bool = false) -> [ParseEvent] {
+    var parser = HTTPRequestParser(limits: limits, pausesAfterHead: pausing)
+    var lastHead: HTTPRequest?
     var events: [ParseEvent] = []
     for chunk in chunks {
         var offset = 0
@@ -41,7 +44,16 @@ func feed(_ chunks: [[UInt8]], limits: HTTPRequestParser.Limits) -> [ParseEvent]
             case .continueNeeded(let consumed):
                 events.append(.continueNeeded)
                 offset += consumed
+            case .head(let head, let expectsContinue, let consumed):
+                #expect(pausing && head.body.isEmpty)
+                if expectsContinue { events.append(.continueNeeded) }
+                lastHead = head
+                offset += consumed
             case .request(let request, let consumed):
+                if let head = lastHead {
+                    #expect(head.method == request.method && head.target == request.target && head.headers == request.headers)
+                    lastHead = nil
+                }
                 events.append(.request(request))
                 offset += consumed
             case .error(let error):
@@ -65,6 +77,10 @@ func parse(
     let pieces = feed(stride(from: 0, to: bytes.count, by: 7).map { Array(bytes[$0..<min($0 + 7, bytes.count)]) }, limits: limits)
     #expect(whole == byteByByte, "whole and byte-by-byte parses differ", sourceLocation: sourceLocation)
     #expect(whole == pieces, "whole and 7-byte-piece parses differ", sourceLocation: sourceLocation)
+    let paused = feed([bytes], limits: limits, pausing: true)
+    let pausedByteByByte = feed(bytes.map { [$0] }, limits: limits, pausing: true)
+    #expect(whole == paused, "pausing after heads changes the parse", sourceLocation: sourceLocation)
+    #expect(whole == pausedByteByByte, "pausing after heads changes the byte-by-byte parse", sourceLocation: sourceLocation)
     return whole
 }
 
@@ -474,6 +490,51 @@ struct HTTPRequestParserFlowTests {
         #expect(events.last?.request?.body == Array("hello".utf8))
         let chunked = parse("POST / HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
         #expect(chunked.first == .continueNeeded)
+    }
+
+    @Test("a parser that pauses after heads reports the head of a request with a body before any of the body")
+    func pausesAfterHead() {
+        let head = "POST /v1/locations?x=1 HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer t\r\nContent-Length: 5\r\n\r\n"
+        var parser = HTTPRequestParser(pausesAfterHead: true)
+        let step = parser.parse(Array((head + "hel").utf8))
+        guard case .head(let request, let expectsContinue, let consumed) = step else {
+            Issue.record("expected a head, got \(step)")
+            return
+        }
+        #expect(consumed == head.utf8.count)
+        #expect(!expectsContinue)
+        #expect(request.method == .POST && request.path == "/v1/locations" && request.query == "x=1")
+        #expect(request.headers["Authorization"] == "Bearer t")
+        #expect(request.body.isEmpty)
+        #expect(parser.phase == .body)
+        #expect(parser.bodyContentLength == 5)
+        #expect(parser.parse(Array("hel".utf8)) == .needMore)
+        guard case .request(let complete, consumed: 2) = parser.parse(Array("lo".utf8)) else {
+            Issue.record("expected the request")
+            return
+        }
+        #expect(complete.body == Array("hello".utf8))
+
+        // A chunked body and an expectation; a bodiless request and HTTP/1.0's expectation do not pause or expect.
+        var chunked = HTTPRequestParser(pausesAfterHead: true)
+        let chunkedHead = "PUT / HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n"
+        guard case .head(_, expectsContinue: true, consumed: chunkedHead.utf8.count) = chunked.parse(Array(chunkedHead.utf8))
+        else {
+            Issue.record("expected a chunked head expecting 100 Continue")
+            return
+        }
+        #expect(chunked.bodyContentLength == nil)
+        var bodiless = HTTPRequestParser(pausesAfterHead: true)
+        guard case .request = bodiless.parse(Array("GET / HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n".utf8)) else {
+            Issue.record("expected a bodiless request at once")
+            return
+        }
+        var old = HTTPRequestParser(pausesAfterHead: true)
+        let oldHead = "POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n"
+        guard case .head(_, expectsContinue: false, _) = old.parse(Array(oldHead.utf8)) else {
+            Issue.record("expected an HTTP/1.0 head without the expectation")
+            return
+        }
     }
 
     @Test("no continueNeeded without a body, for HTTP/1.0, or when the body is refused first")

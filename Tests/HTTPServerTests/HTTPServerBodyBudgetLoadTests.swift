@@ -29,6 +29,10 @@ struct HTTPServerBodyBudgetLoadTests {
 
         try withHTTPTestServer(configure: {
             $0.maxBufferedBodyBytes = budget
+            // Every upload comes from 127.0.0.1: the per-address limits (connections, share of
+            // the budget) are off here, the global budget is what this test measures.
+            $0.maxBufferedBodyBytesPerClient = budget
+            $0.maxConnectionsPerAddress = 0
             $0.backlog = 4096
         }) { server in
             let baseline = residentMemoryBytes()

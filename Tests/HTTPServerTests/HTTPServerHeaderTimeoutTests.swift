@@ -10,20 +10,15 @@ struct HTTPServerHeaderTimeoutTests {
     /// A server whose clock stands still until the test moves it: 10 s header timeout, 60 s
     /// keep-alive, as in production.
     private func withManualClockServer(_ body: (HTTPTestServer, ManualClock<Duration>) throws -> Void) throws {
-        let manual = ManualClock<Duration>(.seconds(1000))
-        try withHTTPTestServer(configure: {
-            $0.clock = manual.httpClock
-            $0.headerReadTimeout = .seconds(10)
-            $0.keepAliveIdleTimeout = .seconds(60)
-        }) { server in
-            try body(server, manual)
-        }
+        try HTTPServerTests.withManualClockServer(
+            configure: {
+                $0.headerReadTimeout = .seconds(10)
+                $0.keepAliveIdleTimeout = .seconds(60)
+            }, body)
     }
 
-    /// Sends `bytes` and lets the server read them (the connection must stay open meanwhile).
-    private func send(_ bytes: String, on client: RawHTTPClient) throws {
-        try client.send(bytes)
-        #expect(client.staysQuiet(for: .milliseconds(250)), "the server answered or closed early")
+    private func send(_ bytes: String, on client: RawHTTPClient, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try sendLettingServerRead(bytes, on: client, sourceLocation: sourceLocation)
     }
 
     @Test("a lone CR, then its LF just before each deadline, does not move a new connection to the keep-alive timeout")

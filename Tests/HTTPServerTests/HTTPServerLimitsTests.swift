@@ -6,23 +6,46 @@ import TestSupport
 
 @Suite("HTTPServer: connection limit and backpressure")
 struct HTTPServerLimitsTests {
-    @Test("at maxConnections a third client waits in the backlog until a connection closes, then is served")
-    func maxConnections() throws {
+    @Test("at maxConnections with no idle connection a third client waits in the backlog until one closes, then is served")
+    func maxConnectionsBusy() throws {
+        try withHTTPTestServer(configure: { $0.maxConnections = 2 }) { server in
+            // Both connections are receiving a request head: neither is idle.
+            let first = try server.client()
+            let second = try server.client()
+            for client in [first, second] { try client.send("GET / HTTP/1.1\r\n") }
+            #expect(eventually { server.server.openConnections == 2 })
+            let third = try server.client()
+            try third.send("GET /third HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(third.staysQuiet(for: .milliseconds(300)), "not accepted while two connections are busy")
+            first.close()
+            let response = try third.readResponse(timeout: .seconds(20))
+            #expect(response.text == "GET /third 0")
+            #expect(server.server.openConnections == 2)
+            #expect(server.server.evictedConnections == 0)
+        }
+    }
+
+    @Test("at maxConnections the longest-idle connection is closed to admit a waiting client")
+    func maxConnectionsEvictsIdle() throws {
         try withHTTPTestServer(configure: { $0.maxConnections = 2 }) { server in
             let first = try server.client()
             let second = try server.client()
             for client in [first, second] {
                 try client.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
                 #expect(try client.readResponse().status == 200)
+                // The first has been idle the longest; both long enough (100 ms) to be closed.
+                usleep(150_000)
             }
-            #expect(server.server.openConnections == 2)
             let third = try server.client()
             try third.send("GET /third HTTP/1.1\r\nHost: h\r\n\r\n")
-            #expect(third.staysQuiet(for: .milliseconds(300)), "not accepted while two connections are open")
-            first.close()
-            let response = try third.readResponse(timeout: .seconds(20))
-            #expect(response.text == "GET /third 0")
-            #expect(server.server.openConnections == 2)
+            #expect(try third.readResponse(timeout: .seconds(20)).text == "GET /third 0")
+            #expect(first.waitForClose(timeout: .seconds(20)), "the longest-idle connection made room")
+            #expect(server.server.evictedConnections == 1)
+            #expect(eventually(timeout: .seconds(10)) { server.server.openConnections == 2 })
+            // The second was not closed: once the third is done, it is served again.
+            third.close()
+            try second.send("GET /second HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(try second.readResponse(timeout: .seconds(20)).text == "GET /second 0")
         }
     }
 

@@ -1,3 +1,4 @@
+import HTTPServer
 import Testing
 
 @testable import LocifyAPI

@@ -27,10 +27,12 @@ struct OverloadTests {
     func bodyBudget() throws {
         let server = try TestServer.start { $0.maxBufferedBodyBytes = 2 * Self.mebibyte }
         defer { server.stop() }
-        // One announced 2 MiB body holds the whole budget.
+        // One announced 2 MiB body (of a user: an anonymous one is refused on its head) holds
+        // the whole budget.
         let holder = try RawHTTPClient(port: server.port)
         try holder.send(
             "POST /v1/categories HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+                + "Authorization: Bearer \(server.token(for: "budget-holder"))\r\n"
                 + "Content-Length: \(2 * Self.mebibyte)\r\n\r\n")
         // Let the server reserve it before another body can take a share first.
         #expect(holder.staysQuiet(for: .seconds(1)))

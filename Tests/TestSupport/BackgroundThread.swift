@@ -47,3 +47,14 @@ public func eventually(timeout: Duration = .seconds(60), _ condition: () throws 
     }
     return try condition()
 }
+
+/// Runs blocking `work` (floods, sleeps, blocking sockets) on a thread of its own and waits for it
+/// without holding one of Swift concurrency's cooperative threads: a synchronous test runs on
+/// one, and on a 2-core machine two long ones stall every async test meanwhile. `work` reports
+/// what it measured; the test asserts on it afterwards (an `#expect` off the test's task would
+/// not be attributed to the test).
+public func onOwnThread<Result: Sendable>(_ work: @escaping @Sendable () throws -> Result) async throws -> Result {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Swift.Result { try work() }) }.start()
+    }
+}

@@ -96,7 +96,7 @@ public enum SlowUploads {
     }
 
     /// The status code once a whole status line has arrived.
-    private static func statusCode(_ bytes: [UInt8]) -> Int? {
+    static func statusCode(_ bytes: [UInt8]) -> Int? {
         guard let end = bytes.firstIndex(of: 10) else { return nil }
         let line = String(decoding: bytes[0..<end], as: UTF8.self)
         let parts = line.split(separator: " ")

@@ -1,11 +1,12 @@
-import FoundationEssentials
 import Glibc
 
-/// The key of the per-client-address rate limit: the peer's IPv4 address, or the /64 prefix of
-/// an IPv6 one (a single host usually holds a whole /64, so per-address keys would be free to make).
-enum ClientAddress {
+/// Whom a connection counts against in per-client limits (connections per address, the share
+/// of the body budget, the API's per-address bucket): the peer's IPv4 address, or the /64 prefix
+/// of an IPv6 one (a single host usually holds a whole /64, so per-address keys would be free to
+/// make).
+public enum ClientAddress {
     /// The key for a peer written `address:port` or `[v6 address]:port` (`ConnectionInfo`).
-    static func key(_ remoteAddress: String) -> String {
+    public static func key(_ remoteAddress: String) -> String {
         if remoteAddress.hasPrefix("["), let close = remoteAddress.firstIndex(of: "]") {
             let address = String(remoteAddress[remoteAddress.index(after: remoteAddress.startIndex)..<close])
             var bytes = in6_addr()

@@ -1,0 +1,132 @@
+import Foundation
+import JSON
+import Testing
+import TestSupport
+
+@testable import LocifyAPI
+import TestSupportServer
+
+/// Issue 23 item 1: slow uploads cannot lock out writes. A request to a route that needs a token
+/// is authenticated on its head, before its body is reserved or read; an admitted body is
+/// charged to its user's share of the body budget; a body slower than 1 KiB/s after 10 s is cut
+/// off with 408.
+@Suite("Hostile input: slow uploads cannot lock out writes", .serialized)
+struct HostileSlowUploadTests {
+    private static let twoMebibytes = 2 * 1024 * 1024
+
+    private static func uploadHead(_ path: String = "/v1/categories", token: String?, length: Int = twoMebibytes, extra: String = "")
+        -> String
+    {
+        var head = "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\(extra)"
+        if let token { head += "Authorization: Bearer \(token)\r\n" }
+        return head + "Content-Length: \(length)\r\n\r\n"
+    }
+
+    @Test("a head without a valid token is answered 401 before its body is sent; a valid one waits for its body")
+    func authenticatedOnHead() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let http = server.application.server
+
+        let anonymous = try RawHTTPClient(port: server.port)
+        try anonymous.send(Self.uploadHead(token: nil))
+        let refused = try anonymous.readResponse(timeout: .seconds(10))
+        #expect(refused.status == 401)
+        #expect(refused.headers["WWW-Authenticate"] == "Bearer")
+        #expect(refused.headers["Connection"] == "close")
+        #expect(refused.headers["X-Request-Id"] != nil)
+        #expect(http.bufferedBodyBytes == 0)
+
+        // A forged token waiting for 100 Continue: 401, never 100.
+        let forged = try server.minter.sign(
+            header: server.minter.header(), claims: server.minter.claims(uid: "forger", issuedAt: Date().timeIntervalSince1970),
+            signature: .rs256(TestKeys.attacker))
+        let expecting = try RawHTTPClient(port: server.port)
+        try expecting.send(Self.uploadHead(token: forged, extra: "Expect: 100-continue\r\n"))
+        #expect(try expecting.readResponse(timeout: .seconds(10)).status == 401)
+
+        // No such route: 404 on the head, with or without a token.
+        let unknown = try RawHTTPClient(port: server.port)
+        try unknown.send(Self.uploadHead("/v1/nowhere", token: nil))
+        #expect(try unknown.readResponse(timeout: .seconds(10)).status == 404)
+
+        // A valid token: the body is admitted (its size reserved) and the request answered
+        // once the body arrives.
+        let body = Array(try JSONWriter.encode(categoryBody(id: newID(), name: "Uploaded")))
+        let admitted = try RawHTTPClient(port: server.port)
+        try admitted.send(Self.uploadHead(token: server.token(for: "uploader"), length: body.count, extra: "Expect: 100-continue\r\n"))
+        #expect(try admitted.readResponse(timeout: .seconds(10)).status == 100)
+        #expect(http.bufferedBodyBytes == body.count)
+        try admitted.send(body)
+        #expect(try admitted.readResponse(timeout: .seconds(10)).status == 201)
+        #expect(eventually(timeout: .seconds(10)) { http.bufferedBodyBytes == 0 })
+    }
+
+    /// What the slow-upload flood measured.
+    private struct FloodOutcome: Sendable {
+        var uploadsStarted = 0
+        var uploads: [Int: Int] = [:]
+        var unanswered = 0
+        var creates: [Int: Int] = [:]
+        var slowest = Duration.zero
+        var peakBudget = 0
+    }
+
+    /// The issue's scenario, end to end: 1,000 slow uploaders (a byte every 2 s of an announced
+    /// 2 MiB body, starting again 1 s after each answer) spread over 127.0.0.2-127.0.0.101, half
+    /// without a token and half with the valid tokens of 10 accounts, for 25 s; meanwhile
+    /// another user creates a category from 127.0.0.1 every 250 ms. Before, the uploads reserved
+    /// the whole 256 MiB budget before authentication and every write was answered 503. The
+    /// flood runs on a thread of its own (`onOwnThread`), not on a cooperative thread.
+    @Test("1,000 slow uploaders over 100 addresses: another user's create is answered 201 within 1 s throughout")
+    func slowUploadFlood() async throws {
+        let sanitized = SanitizerDetection.isActive
+        let count = sanitized ? 200 : 1000
+        let openFiles = raiseOpenFileLimit(to: 2 * count + 1000)
+        try #require(openFiles >= 2 * count + 1000, "ulimit -n must allow \(2 * count + 1000) files, is \(openFiles)")
+        let outcome = try await onOwnThread { try Self.runSlowUploadFlood(count: count, seconds: sanitized ? 15 : 25) }
+        print(
+            "slow-upload flood: \(outcome.uploadsStarted) uploads started, answers \(outcome.uploads), \(outcome.unanswered) "
+                + "unanswered; bystander creates \(outcome.creates), slowest \(outcome.slowest); body budget peak "
+                + "\(outcome.peakBudget / 1_048_576) MiB")
+        let creates = outcome.creates.values.reduce(0, +)
+        #expect(creates >= 20)
+        #expect(outcome.creates == [201: creates])
+        // The issue's figure is 1 s (0.3-0.6 s measured alone, RELIABILITY.md); 2 s leaves room
+        // for a shared machine under load. Before, every create was answered 503.
+        if !sanitized { #expect(outcome.slowest < .seconds(2)) }
+        // Anonymous uploads are refused on their head, the others past their user's 16 MiB share,
+        // and the admitted ones cut off once they fall under 1 KiB/s.
+        #expect((outcome.uploads[401] ?? 0) >= count / 2)
+        #expect((outcome.uploads[429] ?? 0) > 0)
+        #expect((outcome.uploads[408] ?? 0) > 0)
+        #expect(outcome.uploads[503] == nil)
+        #expect(outcome.peakBudget <= 10 * 16 * 1_048_576 + 64 * 1024)
+    }
+
+    private static func runSlowUploadFlood(count: Int, seconds: Int) throws -> FloodOutcome {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let tokens = try (0..<10).map { try server.token(for: "slow-uploader-\($0)") }
+        let flood = SlowUploadFlood(
+            port: server.port, count: count, source: { "127.0.0.\(2 + $0 % 100)" },
+            head: { index in uploadHead(token: index % 2 == 0 ? nil : tokens[(index / 2) % tokens.count]) })
+        let writer = try server.token(for: "slow-upload-bystander")
+        let clock = ContinuousClock()
+        let end = clock.now + .seconds(seconds)
+        var outcome = FloodOutcome()
+        while clock.now < end {
+            let started = clock.now
+            let response = try server.request("POST", "/v1/categories", token: writer, json: categoryBody(id: newID()))
+            outcome.slowest = max(outcome.slowest, clock.now - started)
+            outcome.creates[response.status, default: 0] += 1
+            outcome.peakBudget = max(outcome.peakBudget, server.application.server.bufferedBodyBytes)
+            Thread.sleep(forTimeInterval: 0.25)
+        }
+        flood.stop()
+        outcome.uploadsStarted = flood.started
+        outcome.uploads = flood.statuses
+        outcome.unanswered = flood.unanswered
+        return outcome
+    }
+}

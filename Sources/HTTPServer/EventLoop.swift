@@ -16,6 +16,10 @@ final class EventLoop: @unchecked Sendable {
         case adopt(fd: Int32, remoteAddress: String)
         case handBack(Connection)
         case drain(deadline: Int64)
+        /// A held request's waiter was woken (EventLoop+Waits.swift).
+        case wake(connectionID: UInt64, waiter: HTTPWaiter)
+        /// Answer every held request now (EventLoop+Waits.swift).
+        case answerWaits
     }
 
     private struct Inbox {
@@ -25,19 +29,19 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private let index: Int
-    private let context: ServerContext
-    private let pool: WorkerPool
+    let context: ServerContext
+    let pool: WorkerPool
     private let epoll: Epoll
     private let wakeFD: Int32
     private let inbox = HandoffLock(Inbox())
 
     // Loop-thread state.
-    private var connections: [UInt64: Connection] = [:]
+    var connections: [UInt64: Connection] = [:]
     private let readBuffer: UnsafeMutableRawBufferPointer
     private let eventBuffer: UnsafeMutableRawBufferPointer
-    private var now: Int64 = 0
+    private(set) var now: Int64 = 0
     private var nextSweep: Int64 = 0
-    private var draining = false
+    private(set) var draining = false
     private var drainDeadline: Int64 = .max
     /// Connections that used their read budget and continue after the current batch of events.
     private var deferred: [Connection] = []
@@ -89,6 +93,16 @@ final class EventLoop: @unchecked Sendable {
     /// whatever remains at `deadline` is closed by force, then the loop ends.
     func beginDrain(deadline: Int64) {
         _ = post(.drain(deadline: deadline))
+    }
+
+    /// Asks the loop to run the recheck of the request `waiter` holds on `connectionID`.
+    func wake(connectionID: UInt64, waiter: HTTPWaiter) {
+        _ = post(.wake(connectionID: connectionID, waiter: waiter))
+    }
+
+    /// Asks the loop to answer every request it holds now, each with `Connection: close`.
+    func answerWaits() {
+        _ = post(.answerWaits)
     }
 
     private func post(_ message: Message) -> Bool {
@@ -172,8 +186,10 @@ final class EventLoop: @unchecked Sendable {
             case .handBack(let connection):
                 connection.withWorker = false
                 if connections[connection.info.id] === connection {
+                    receiveFromWorker(connection)
                     drive(connection)
                 } else {
+                    connection.arrivingWait?.wait.waiter.end()
                     connection.releaseBodyBudget(context: context)
                     Glibc.close(connection.fd)
                     context.connectionClosed()
@@ -184,6 +200,11 @@ final class EventLoop: @unchecked Sendable {
                 for connection in Array(connections.values) where isIdle(connection) {
                     close(connection)
                 }
+                answerHeldRequests()
+            case .wake(let connectionID, let waiter):
+                recheck(connectionID: connectionID, waiter: waiter)
+            case .answerWaits:
+                answerHeldRequests()
             }
         }
     }
@@ -221,10 +242,11 @@ final class EventLoop: @unchecked Sendable {
                 Glibc.close(fd)
                 context.connectionClosed()
             case .handBack(let connection):
+                connection.arrivingWait?.wait.waiter.end()
                 connection.releaseBodyBudget(context: context)
                 Glibc.close(connection.fd)
                 context.connectionClosed()
-            case .drain:
+            case .drain, .wake, .answerWaits:
                 break
             }
         }
@@ -237,10 +259,14 @@ final class EventLoop: @unchecked Sendable {
 
     /// Moves a connection forward as far as it can go without blocking: answers a parsed
     /// request (inline) or hands it to a worker, parses buffered input, writes output, reads.
-    private func drive(_ connection: Connection) {
+    func drive(_ connection: Connection) {
         var reads = 0
         while true {
             if connection.withWorker { return }
+            if connection.heldRequest != nil {
+                watchHeld(connection)
+                return
+            }
             if connection.lingering {
                 lingerRead(connection)
                 return
@@ -395,6 +421,7 @@ final class EventLoop: @unchecked Sendable {
     private func isIdle(_ connection: Connection) -> Bool {
         !connection.withWorker && connection.readyRequest == nil && connection.output.isEmpty
             && !connection.hasUnparsedInput && connection.parser.phase == .idle && !connection.lingering
+            && connection.heldRequest == nil
     }
 
     // MARK: - Closing
@@ -438,8 +465,9 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private func close(_ connection: Connection) {
+    func close(_ connection: Connection) {
         guard connections.removeValue(forKey: connection.info.id) != nil else { return }
+        endHeldWait(connection)
         connection.releaseBodyBudget(context: context)
         // Closing the descriptor also removes it from the epoll set.
         Glibc.close(connection.fd)
@@ -472,6 +500,9 @@ final class EventLoop: @unchecked Sendable {
                 break
             case .idle, .write, .linger:
                 close(connection)
+            case .wait:
+                answerHeld(connection, closing: false)
+                drive(connection)
             case .head, .body:
                 guard connection.output.isEmpty, !connection.closeAfterOutput else {
                     close(connection)

@@ -15,6 +15,10 @@ public protocol HTTPResponder: Sendable {
     /// Produces the response. Called on a worker thread (or inline). May block (database).
     func respond(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPResponse
 
+    /// Answers a `.worker` request: a response, or a wait that holds the request without a thread
+    /// (`HTTPWait`, long-poll). Default: `respond`. `.inline` requests always go to `respond`.
+    func answer(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPAnswer
+
     /// Renders a framing/limit error the server detected itself (400, 408, 413, 414, 431, 501,
     /// 505) or its overload answer (503 when the body budget or the worker queue is full, with
     /// `error.retryAfterSeconds`). Default: plain-text body with the status, plus `Retry-After`
@@ -26,6 +30,11 @@ public protocol HTTPResponder: Sendable {
 extension HTTPResponder {
     /// Runs every request on the worker pool.
     public func executionMode(for request: HTTPRequest) -> HTTPExecutionMode { .worker }
+
+    /// Answers with `respond`: no request waits.
+    public func answer(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPAnswer {
+        .response(respond(to: request, connection: connection))
+    }
 
     /// A plain-text body naming the status, e.g. `400 Bad Request`, with `Retry-After` when the
     /// error has one.

@@ -95,4 +95,6 @@ final class ServerCounters: Sendable {
     let bufferedBodyBytes = Atomic<Int>(0)
     /// The source of `ConnectionInfo.id`.
     let nextConnectionID = Atomic<UInt64>(1)
+    /// Requests held by the event loops for their `HTTPWait`.
+    let waitingRequests = Atomic<Int>(0)
 }

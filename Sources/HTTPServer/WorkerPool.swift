@@ -11,6 +11,8 @@ final class WorkerPool: Sendable {
         let connection: Connection
         let request: HTTPRequest
         let loop: EventLoop
+        /// The held request's wait whose `recheck` this job runs (a wake); nil: a new request.
+        var recheck: HTTPWait? = nil
     }
 
     private struct Queue {
@@ -87,6 +89,7 @@ final class WorkerPool: Sendable {
         }
         for job in dropped {
             context.counters.queuedRequests.subtract(1, ordering: .relaxed)
+            job.recheck?.waiter.end()
             closeOrphan(job.connection)
         }
         for _ in 0..<threadCount { available.signal() }
@@ -109,11 +112,19 @@ final class WorkerPool: Sendable {
 
     private func run(_ job: Job) {
         let connection = job.connection
-        let response = context.responder.respond(to: job.request, connection: connection.info)
-        connection.queueResponse(response, to: job.request, context: context)
-        // Try the write here, saving the loop a wake-up; the loop finishes partial writes and
-        // closes on failure.
-        _ = connection.output.write(to: connection.fd)
+        let answer = job.recheck?.recheck() ?? context.responder.answer(to: job.request, connection: connection.info)
+        switch answer {
+        case .response(let response):
+            job.recheck?.waiter.end()
+            connection.queueResponse(response, to: job.request, context: context)
+            // Try the write here, saving the loop a wake-up; the loop finishes partial writes and
+            // closes on failure.
+            _ = connection.output.write(to: connection.fd)
+        case .wait(let wait):
+            if let previous = job.recheck?.waiter, previous !== wait.waiter { previous.end() }
+            connection.releaseBodyBudget(context: context)
+            connection.arrivingWait = HeldRequest(request: job.request, wait: wait)
+        }
         if !job.loop.handBack(connection) {
             closeOrphan(connection)
         }
@@ -121,6 +132,7 @@ final class WorkerPool: Sendable {
 
     /// Closes a connection whose loop is gone (or whose job was dropped at stop).
     private func closeOrphan(_ connection: Connection) {
+        connection.arrivingWait?.wait.waiter.end()
         connection.releaseBodyBudget(context: context)
         Glibc.close(connection.fd)
         context.connectionClosed()

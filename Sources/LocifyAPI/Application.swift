@@ -21,6 +21,8 @@ public struct ApplicationDependencies: Sendable {
     public var configureHTTP: @Sendable (inout HTTPServerConfiguration) -> Void = { _ in }
     /// Where `/openapi.yaml` is read from. Default `openapi.yaml` in the working directory.
     public var openAPIPath = "openapi.yaml"
+    /// Timing of the connection that listens for change notifications (tests shorten it).
+    public var listenTiming = PostgresListener.Timing()
 
     /// The production dependencies: real Google transport and clock, default worker timing, no
     /// HTTP adjustments, `openapi.yaml` in the working directory.
@@ -44,11 +46,13 @@ public final class Application: Sendable {
     let shutdownDelay: Duration
     let readiness: Readiness
     let logger: Logger
+    /// Wakes long-poll pulls when a change of their user commits; nil when long-poll is off.
+    let liveChanges: LiveChanges?
 
     init(
         server: HTTPServer, pool: ConnectionPool, workerPool: ConnectionPool, cleanupWorker: CleanupWorker,
         routes: [(method: HTTPMethod, pattern: String)], purger: TombstonePurger, keyCache: PublicKeyCache?,
-        shutdownGrace: Duration, shutdownDelay: Duration, readiness: Readiness, logger: Logger
+        shutdownGrace: Duration, shutdownDelay: Duration, readiness: Readiness, liveChanges: LiveChanges?, logger: Logger
     ) {
         self.server = server
         self.pool = pool
@@ -60,6 +64,7 @@ public final class Application: Sendable {
         self.shutdownGrace = shutdownGrace
         self.shutdownDelay = shutdownDelay
         self.readiness = readiness
+        self.liveChanges = liveChanges
         self.logger = logger
     }
 
@@ -68,6 +73,10 @@ public final class Application: Sendable {
 
     /// The port the server listens on (after `start`).
     public var port: Int { server.localPort }
+
+    /// The long-poll counts (waiting pulls, wake-ups, notifications, listener reconnects); nil
+    /// when long-poll is off.
+    public var liveStatistics: LiveChanges.Statistics? { liveChanges?.statistics }
 
     /// Warms the key cache (at most `keyPrefetchWait` s), then starts listening and the
     /// background work.
@@ -82,16 +91,22 @@ public final class Application: Sendable {
                 logger.warning("cannot fetch Google's public keys yet", metadata: ["error": "\(error)"])
             }
         }
+        // Listening before the first pull can wait (a pull that waits before it listens is woken
+        // when it starts listening anyway).
+        liveChanges?.start()
         try server.start()
         cleanupWorker.start()
         purger.start()
         logger.info("locify-server listening", metadata: ["port": "\(port)"])
     }
 
-    /// Reports not ready (`/health/ready` 503) and keeps serving for the shutdown delay, then
-    /// stops accepting, lets in-flight requests finish within the grace period, stops the
-    /// background work and closes the database pools.
+    /// Answers every waiting pull at once (with what the feed had, and `Connection: close`, so its
+    /// client asks again, normally of another instance), reports not ready (`/health/ready` 503)
+    /// and keeps serving for the shutdown delay, then stops accepting, lets in-flight requests
+    /// finish within the grace period (pulls that began waiting meanwhile are answered at once),
+    /// stops the background work and closes the database pools.
     public func shutdown() {
+        server.answerWaitingRequests()
         let alreadyDraining = readiness.beginDraining()
         if !alreadyDraining && shutdownDelay > .zero {
             logger.info("not ready; serving until the shutdown delay is over", metadata: ["delay_s": "\(shutdownDelay.seconds)"])
@@ -99,6 +114,7 @@ public final class Application: Sendable {
         }
         logger.info("shutting down", metadata: ["grace_s": "\(shutdownGrace.seconds)"])
         server.shutdown(gracePeriod: shutdownGrace)
+        liveChanges?.stop()
         cleanupWorker.stop()
         purger.stop()
         pool.close()
@@ -160,6 +176,15 @@ public func buildApplication(
         pool: workerPool, retentionSeconds: Int64(configuration.tombstoneRetentionSeconds),
         interval: .seconds(configuration.tombstonePurgeIntervalSeconds), logger: logger)
 
+    // One connection per instance listens for the commits of every user's changes (not one per
+    // waiting pull); off when long-poll is.
+    let liveChanges =
+        configuration.maxWaitSeconds > 0
+        ? LiveChanges(
+            configuration: databaseConfiguration, maxWaitersPerUser: configuration.maxWaitsPerUser,
+            timing: dependencies.listenTiming, logger: logger)
+        : nil
+
     var http = HTTPServerConfiguration(host: configuration.host, port: configuration.port)
     http.maxConnections = configuration.maxConnections
     http.maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
@@ -175,7 +200,9 @@ public func buildApplication(
         services: services,
         limits: ClientLimits(
             maxPushChanges: configuration.maxPushChanges, maxBodyBytes: http.maxBodyBytes,
-            tombstoneRetentionSeconds: configuration.tombstoneRetentionSeconds),
+            tombstoneRetentionSeconds: configuration.tombstoneRetentionSeconds,
+            maxWaitSeconds: liveChanges == nil ? 0 : configuration.maxWaitSeconds),
+        longPoll: liveChanges.map { LongPoll(changes: $0, maxWaitSeconds: configuration.maxWaitSeconds) },
         cleanupQueued: wakeWorker
     ).register(in: &router)
     UserRoutes(services: services, cleanupQueued: wakeWorker).register(in: &router)
@@ -194,7 +221,8 @@ public func buildApplication(
                     openConnections: serverBox.server?.openConnections ?? 0, poolInUse: poolStatistics.inUse,
                     poolIdle: poolStatistics.idle, poolWaiting: poolStatistics.waiting, cleanupPending: jobs.pending,
                     cleanupFailed: jobs.failed, cleanupFailedPermanent: jobs.failedPermanent,
-                    cleanupSkipped: cleanupSkips.snapshot, authEmulatorMode: authEmulatorMode))
+                    cleanupSkipped: cleanupSkips.snapshot, authEmulatorMode: authEmulatorMode,
+                    live: liveChanges?.statistics))
         },
         openAPIDocument: FileManager.default.contents(atPath: dependencies.openAPIPath).map { Array($0) },
         authEmulatorMode: authEmulatorMode
@@ -216,7 +244,8 @@ public func buildApplication(
     return Application(
         server: server, pool: pool, workerPool: workerPool, cleanupWorker: cleanupWorker, routes: router.routes, purger: purger,
         keyCache: keyCache, shutdownGrace: .seconds(configuration.shutdownGraceSeconds),
-        shutdownDelay: .seconds(configuration.shutdownDelaySeconds), readiness: readiness, logger: logger)
+        shutdownDelay: .seconds(configuration.shutdownDelaySeconds), readiness: readiness, liveChanges: liveChanges,
+        logger: logger)
 }
 
 /// Applies pending migrations, waiting up to about 30 s for the database to come up.

@@ -36,65 +36,110 @@ struct LocifyResponder: HTTPResponder {
     }
 
     func respond(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPResponse {
-        let started = ContinuousClock.now
-        let requestID = RequestID.forRequest(clientValue: request.headers["X-Request-Id"])
-        var routePattern = "unmatched"
-        var userID: String?
-        var response: HTTPResponse
-        var addressLimited = false
-        do {
-            switch router.match(request.method, path: request.path) {
-            case .notFound:
-                if let limited = chargeAddress(connection) {
-                    addressLimited = true
-                    throw limited
-                }
-                throw APIError.routeNotFound
-            case .methodNotAllowed(let allowed):
-                if !OperationsRoutes.paths.contains(request.path), let limited = chargeAddress(connection) {
-                    addressLimited = true
-                    throw limited
-                }
-                throw APIError.methodNotAllowed(allowed)
-            case .found(let route, let parameters, let pattern):
-                routePattern = pattern
-                switch route.handler {
-                case .open(let handler):
-                    response = try handler(request)
-                case .authenticated(let handler):
-                    let authentication = Result { () throws(APIError) in
-                        try authenticator.authenticate(request, requestID: requestID)
-                    }
-                    if case .failure(let refusal) = authentication, refusal.status == .unauthorized,
-                        let limited = chargeAddress(connection)
-                    {
-                        addressLimited = true
-                        throw limited
-                    }
-                    let caller = try authentication.get()
-                    userID = caller.userID
-                    if let retryAfter = rateLimiter?.admit(caller.userID) {
-                        throw APIError.rateLimited(retryAfterSeconds: retryAfter)
-                    }
-                    do {
-                        response = try handler(AuthenticatedRequest(request: request, parameters: parameters, caller: caller))
-                    } catch let failure as DecodingFailure {
-                        // No service ran, so neither did the gate: a revoked token is 401 first.
-                        try admit(caller)
-                        throw failure.error
-                    }
-                }
-            }
-        } catch {
-            response = errorResponse(error, userID: userID, requestID: requestID)
+        switch answer(to: request, connection: connection) {
+        case .response(let response):
+            return response
+        case .wait(let wait):
+            // Only requests run on workers may wait (no inline route does): answer at once.
+            wait.waiter.end()
+            return wait.expire()
         }
-        response.headers.set("X-Request-Id", requestID)
+    }
+
+    func answer(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPAnswer {
+        var trace = RequestTrace(
+            started: ContinuousClock.now, requestID: RequestID.forRequest(clientValue: request.headers["X-Request-Id"]),
+            method: Metrics.methodLabel(request.method.rawValue))
+        let answer: RouteAnswer
+        do {
+            answer = try route(request, connection: connection, trace: &trace)
+        } catch {
+            answer = .response(errorResponse(error, userID: trace.userID, requestID: trace.requestID))
+        }
+        return finish(answer, trace)
+    }
+
+    /// Routes, authenticates, rate-limits and runs the handler; throws what the client is told.
+    private func route(_ request: HTTPRequest, connection: ConnectionInfo, trace: inout RequestTrace) throws -> RouteAnswer {
+        switch router.match(request.method, path: request.path) {
+        case .notFound:
+            if let limited = chargeAddress(connection) {
+                trace.addressLimited = true
+                throw limited
+            }
+            throw APIError.routeNotFound
+        case .methodNotAllowed(let allowed):
+            if !OperationsRoutes.paths.contains(request.path), let limited = chargeAddress(connection) {
+                trace.addressLimited = true
+                throw limited
+            }
+            throw APIError.methodNotAllowed(allowed)
+        case .found(let route, let parameters, let pattern):
+            trace.routePattern = pattern
+            let handler: @Sendable (AuthenticatedRequest) throws -> RouteAnswer
+            switch route.handler {
+            case .open(let open):
+                return .response(try open(request))
+            case .authenticated(let authenticated):
+                handler = authenticated
+            }
+            let authentication = Result { () throws(APIError) in
+                try authenticator.authenticate(request, requestID: trace.requestID)
+            }
+            if case .failure(let refusal) = authentication, refusal.status == .unauthorized, let limited = chargeAddress(connection) {
+                trace.addressLimited = true
+                throw limited
+            }
+            let caller = try authentication.get()
+            trace.userID = caller.userID
+            if let retryAfter = rateLimiter?.admit(caller.userID) {
+                throw APIError.rateLimited(retryAfterSeconds: retryAfter)
+            }
+            do {
+                return try handler(AuthenticatedRequest(request: request, parameters: parameters, caller: caller))
+            } catch let failure as DecodingFailure {
+                // No service ran, so neither did the gate: a revoked token is 401 first.
+                try admit(caller)
+                throw failure.error
+            }
+        }
+    }
+
+    /// Finishes a route's answer: a response at once, or a wait whose every end (its expiry, or a
+    /// recheck's response or error) is finished the same way.
+    private func finish(_ answer: RouteAnswer, _ trace: RequestTrace) -> HTTPAnswer {
+        switch answer {
+        case .response(let response):
+            return .response(finish(response, trace))
+        case .wait(let wait):
+            let waited = trace.afterWaiting
+            return .wait(
+                HTTPWait(
+                    waiter: wait.waiter, timeout: wait.timeout, expire: { finish(wait.expire, waited) },
+                    recheck: {
+                        let next: RouteAnswer
+                        do {
+                            next = try wait.recheck()
+                        } catch {
+                            next = .response(errorResponse(error, userID: waited.userID, requestID: waited.requestID))
+                        }
+                        return finish(next, waited)
+                    }))
+        }
+    }
+
+    /// Stamps `X-Request-Id` and the hardening headers, counts the metrics and writes the log line.
+    private func finish(_ response: HTTPResponse, _ trace: RequestTrace) -> HTTPResponse {
+        var response = response
+        response.headers.set("X-Request-Id", trace.requestID)
         Self.harden(&response)
-        let elapsed = ContinuousClock.now - started
-        let method = Metrics.methodLabel(request.method.rawValue)
-        metrics.record(method: method, route: routePattern, status: response.status.code, seconds: elapsed.seconds)
-        let refused = addressLimited || [401, 404, 405].contains(response.status.code)
-        if refused && (addressLimited || refusedLogLines?.admit("") != nil) {
+        let elapsed = ContinuousClock.now - trace.started
+        // A request that waited took as long as its client asked: kept out of the latency histogram.
+        metrics.record(
+            method: trace.method, route: trace.routePattern, status: response.status.code,
+            seconds: trace.waited ? nil : elapsed.seconds)
+        let refused = trace.addressLimited || [401, 404, 405].contains(response.status.code)
+        if refused && (trace.addressLimited || refusedLogLines?.admit("") != nil) {
             floodLog.note { count, seconds in
                 logger.warning(
                     "refused requests (401, 404, 405, or 429 past the per-address limit) not logged one by one",
@@ -105,9 +150,9 @@ struct LocifyResponder: HTTPResponder {
         logger.info(
             "request",
             metadata: [
-                "request_id": .string(requestID), "method": .string(method), "route": .string(routePattern),
-                "status": .stringConvertible(response.status.code), "duration_ms": .stringConvertible(elapsed.fractionalMilliseconds),
-                "user_id": .string(userID ?? ""),
+                "request_id": .string(trace.requestID), "method": .string(trace.method), "route": .string(trace.routePattern),
+                "status": .stringConvertible(response.status.code),
+                "duration_ms": .stringConvertible(elapsed.fractionalMilliseconds), "user_id": .string(trace.userID ?? ""),
             ])
         return response
     }
@@ -155,5 +200,26 @@ struct LocifyResponder: HTTPResponder {
         var response = HTTPResponse.json(apiError.status, apiError.encodedBody(userID: userID))
         for (name, value) in apiError.headers { response.headers.add(name, value) }
         return response
+    }
+}
+
+/// What the pipeline learned about a request, for its response headers, metrics and log line.
+private struct RequestTrace: Sendable {
+    let started: ContinuousClock.Instant
+    let requestID: String
+    /// The metrics label of the method.
+    let method: String
+    var routePattern = "unmatched"
+    var userID: String?
+    /// Refused by the per-address bucket of refused requests.
+    var addressLimited = false
+    /// The request waited (long-poll) before this answer.
+    var waited = false
+
+    /// The same request, answered after a wait.
+    var afterWaiting: RequestTrace {
+        var trace = self
+        trace.waited = true
+        return trace
     }
 }

@@ -1,7 +1,17 @@
-/// A request the loop holds for its `HTTPWait` (long-poll).
+/// A request the loop holds for its `HTTPWait` (long-poll): only what answering it needs.
 struct HeldRequest: Sendable {
     let request: HTTPRequest
     let wait: HTTPWait
+
+    /// Keeps of `request` only what its response needs (method, version and `Connection` fields,
+    /// `Connection.queueResponse`): a held request may wait a minute, and its other fields (a
+    /// bearer token, say) would cost memory for each of thousands of waiting clients.
+    init(answering request: HTTPRequest, wait: HTTPWait) {
+        self.request = HTTPRequest(
+            method: request.method, target: "", path: "", version: request.version,
+            headers: HTTPHeaders(request.headers.filter { $0.name.lowercased() == "connection" }))
+        self.wait = wait
+    }
 }
 
 /// Held requests: a worker's handler answered with a wait, so the loop keeps the request, with no

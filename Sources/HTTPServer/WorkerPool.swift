@@ -123,7 +123,7 @@ final class WorkerPool: Sendable {
         case .wait(let wait):
             if let previous = job.recheck?.waiter, previous !== wait.waiter { previous.end() }
             connection.releaseBodyBudget(context: context)
-            connection.arrivingWait = HeldRequest(request: job.request, wait: wait)
+            connection.arrivingWait = HeldRequest(answering: job.request, wait: wait)
         }
         if !job.loop.handBack(connection) {
             closeOrphan(connection)

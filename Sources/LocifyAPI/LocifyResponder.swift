@@ -107,29 +107,18 @@ struct LocifyResponder: HTTPResponder {
 
     /// Finishes a route's answer: a response at once, or a wait whose every end (its expiry, or a
     /// recheck's response or error) is finished the same way.
-    private func finish(_ answer: RouteAnswer, _ trace: RequestTrace) -> HTTPAnswer {
+    fileprivate func finish(_ answer: RouteAnswer, _ trace: RequestTrace) -> HTTPAnswer {
         switch answer {
         case .response(let response):
             return .response(finish(response, trace))
         case .wait(let wait):
-            let waited = trace.afterWaiting
-            return .wait(
-                HTTPWait(
-                    waiter: wait.waiter, timeout: wait.timeout, expire: { finish(wait.expire, waited) },
-                    recheck: {
-                        let next: RouteAnswer
-                        do {
-                            next = try wait.recheck()
-                        } catch {
-                            next = .response(errorResponse(error, userID: waited.userID, requestID: waited.requestID))
-                        }
-                        return finish(next, waited)
-                    }))
+            let ending = WaitEnding(responder: self, wait: wait, trace: trace.afterWaiting)
+            return .wait(HTTPWait(waiter: wait.waiter, timeout: wait.timeout, expire: ending.expire, recheck: ending.recheck))
         }
     }
 
     /// Stamps `X-Request-Id` and the hardening headers, counts the metrics and writes the log line.
-    private func finish(_ response: HTTPResponse, _ trace: RequestTrace) -> HTTPResponse {
+    fileprivate func finish(_ response: HTTPResponse, _ trace: RequestTrace) -> HTTPResponse {
         var response = response
         response.headers.set("X-Request-Id", trace.requestID)
         Self.harden(&response)
@@ -188,7 +177,7 @@ struct LocifyResponder: HTTPResponder {
         response.headers.set("Cache-Control", "no-store")
     }
 
-    private func errorResponse(_ error: any Error, userID: String?, requestID: String) -> HTTPResponse {
+    fileprivate func errorResponse(_ error: any Error, userID: String?, requestID: String) -> HTTPResponse {
         let apiError: APIError
         if let mapped = APIError.mapping(error) {
             apiError = mapped
@@ -221,5 +210,34 @@ private struct RequestTrace: Sendable {
         var trace = self
         trace.waited = true
         return trace
+    }
+}
+
+/// The two ends of a held request (`HTTPWait.expire` and `recheck`), finished like every response:
+/// one object per waiting request, shared by both closures, so that thousands of waiting clients
+/// do not each keep two copies of the responder.
+private final class WaitEnding: Sendable {
+    let responder: LocifyResponder
+    let wait: RouteWait
+    let trace: RequestTrace
+
+    init(responder: LocifyResponder, wait: RouteWait, trace: RequestTrace) {
+        self.responder = responder
+        self.wait = wait
+        self.trace = trace
+    }
+
+    @Sendable func expire() -> HTTPResponse {
+        responder.finish(wait.expire, trace)
+    }
+
+    @Sendable func recheck() -> HTTPAnswer {
+        let next: RouteAnswer
+        do {
+            next = try wait.recheck()
+        } catch {
+            next = .response(responder.errorResponse(error, userID: trace.userID, requestID: trace.requestID))
+        }
+        return responder.finish(next, trace)
     }
 }

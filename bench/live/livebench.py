@@ -43,6 +43,7 @@ from pathlib import Path
 sys.dont_write_bytecode = True
 ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import loadlib  # noqa: E402
 from loadlib import log  # noqa: E402
 
@@ -61,6 +62,8 @@ def parse_arguments():
     parser.add_argument("--wait", type=int, default=60, help="the pulls' wait, seconds (default 60)")
     parser.add_argument("--cluster", action="store_true", help="through HAProxy in front of 3 instances (scripts/cluster)")
     parser.add_argument("--no-build", action="store_true", help="use the existing release build")
+    parser.add_argument("--notify-cost", action="store_true",
+                        help="instead: what NOTIFY costs a write transaction with durable commits (pgbench; notify_cost.py)")
     parser.add_argument("--out", help="results folder (default bench/results/live-<UTC time>)")
     args = parser.parse_args()
     if args.clients is None:
@@ -389,6 +392,10 @@ def start_cluster(args):
 
 def main():
     args = parse_arguments()
+    if args.notify_cost:
+        import notify_cost
+        notify_cost.run(build=not args.no_build)
+        return
     limit = raise_fd_limit()
     if limit < args.clients + 1000:
         raise SystemExit(f"the open-file limit ({limit}) is too low for {args.clients} clients")

@@ -8,10 +8,12 @@ public protocol ChangeWaiter: AnyObject, Sendable {
     func wake()
 }
 
-/// Wakes the requests waiting for a user's next change, across server instances: each write
-/// transaction notifies the channel `locify_changes` with its user id when it commits (migration
-/// 0007), and one `PostgresListener` per instance hands each notification to that user's waiters.
-/// After the listening connection was lost and re-established, every waiter is woken, since the
+/// Wakes the requests waiting for a user's next change, across server instances, through
+/// PostgreSQL: after a write of a user has committed, `changed` sends a notification with the user
+/// id on the channel `locify_changes` (`PostgresNotifier`: after the commit, never inside the
+/// write's transaction, whose commit it would serialise with every other write's); one
+/// `PostgresListener` per instance hands each notification to that user's waiters. After the
+/// listening connection was lost and re-established, every waiter is woken, since the
 /// notifications of that gap are lost: a woken waiter reads the feed from its cursor, so a missed
 /// notification can delay a change, never lose it.
 ///
@@ -28,6 +30,8 @@ public final class LiveChanges: Sendable {
         public var wakeUps: Int
         /// Notifications received.
         public var notifications: Int
+        /// Notifications sent (users whose writes committed here).
+        public var notificationsSent: Int
         /// Times the listening connection was re-established.
         public var listenReconnects: Int
         /// Whether a connection listens now.
@@ -38,6 +42,7 @@ public final class LiveChanges: Sendable {
     public var maxWaitersPerUser: Int { waiters.maxPerUser }
     private let waiters: WaiterTable
     private let listener: PostgresListener
+    private let notifier: PostgresNotifier
 
     /// A registry of waiters, listening with `configuration` once `start()` runs.
     public init(
@@ -49,16 +54,27 @@ public final class LiveChanges: Sendable {
         listener = PostgresListener(
             configuration: configuration, channel: Self.channel, timing: timing, logger: logger,
             onListening: { waiters.wakeAll() }, onNotification: { userID in waiters.wake(userID) })
+        notifier = PostgresNotifier(configuration: configuration, channel: Self.channel, timing: timing, logger: logger)
     }
 
-    /// Starts listening.
+    /// Starts listening and notifying.
     public func start() {
         listener.start()
+        notifier.start()
     }
 
-    /// Stops listening (the waiters are not woken: the server answers them as it drains).
+    /// Stops listening and notifying (the waiters are not woken: the server answers them as it
+    /// drains).
     public func stop() {
+        notifier.stop()
         listener.stop()
+    }
+
+    /// Tells every instance (this one included) that a write of `userID` has committed: their
+    /// waiters of that user read the feed again. Call it after the commit, never before. Never
+    /// blocks: the notification goes out on the notifier's thread.
+    public func changed(_ userID: String) {
+        notifier.notify(userID)
     }
 
     /// Registers `waiter` for `userID`'s next change; false (nothing registered) when the user
@@ -78,7 +94,8 @@ public final class LiveChanges: Sendable {
         let (waiting, wakeUps) = waiters.counts
         return Statistics(
             waiting: waiting, wakeUps: wakeUps, notifications: listening.notifications,
-            listenReconnects: listening.reconnects, isListening: listening.isListening)
+            notificationsSent: notifier.statistics.sent, listenReconnects: listening.reconnects,
+            isListening: listening.isListening)
     }
 }
 

@@ -176,8 +176,8 @@ public func buildApplication(
         pool: workerPool, retentionSeconds: Int64(configuration.tombstoneRetentionSeconds),
         interval: .seconds(configuration.tombstonePurgeIntervalSeconds), logger: logger)
 
-    // One connection per instance listens for the commits of every user's changes (not one per
-    // waiting pull); off when long-poll is.
+    // One connection per instance listens for the notifications of every user's committed
+    // changes (not one per waiting pull), and one sends this instance's; off when long-poll is.
     let liveChanges =
         configuration.maxWaitSeconds > 0
         ? LiveChanges(
@@ -228,7 +228,7 @@ public func buildApplication(
         authEmulatorMode: authEmulatorMode
     ).register(in: &router)
 
-    let responder = LocifyResponder(
+    var responder = LocifyResponder(
         router: router,
         authenticator: Authenticator(verifier: verifier, revocationSkewSeconds: verifier.clockSkew, logger: logger),
         rateLimiter: RateLimiter(ratePerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
@@ -239,6 +239,9 @@ public func buildApplication(
         floodLog: SampledLog(),
         admit: { caller in try services.users.admit(caller) }, inlinePaths: OperationsRoutes.inlinePaths, metrics: metrics,
         logger: logger)
+    if let liveChanges {
+        responder.writeCommitted = { userID in liveChanges.changed(userID) }
+    }
     let server = HTTPServer(configuration: http, responder: responder, logger: logger)
     serverBox.server = server
     return Application(

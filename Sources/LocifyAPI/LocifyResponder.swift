@@ -30,6 +30,10 @@ struct LocifyResponder: HTTPResponder {
     let inlinePaths: Set<String>
     let metrics: Metrics
     let logger: Logger
+    /// Told the user of every write request that succeeded (any `/v1` method but GET and HEAD,
+    /// answered 2xx), after its commit: wakes that user's waiting pulls on every instance
+    /// (`LiveChanges.changed`); nil when long-poll is off.
+    var writeCommitted: (@Sendable (_ userID: String) -> Void)? = nil
 
     func executionMode(for request: HTTPRequest) -> HTTPExecutionMode {
         inlinePaths.contains(request.path) ? .inline : .worker
@@ -122,6 +126,11 @@ struct LocifyResponder: HTTPResponder {
         var response = response
         response.headers.set("X-Request-Id", trace.requestID)
         Self.harden(&response)
+        if let userID = trace.userID, let writeCommitted, (200..<300).contains(response.status.code),
+            trace.method != "GET" && trace.method != "HEAD"
+        {
+            writeCommitted(userID)
+        }
         let elapsed = ContinuousClock.now - trace.started
         // A request that waited took as long as its client asked: kept out of the latency histogram.
         metrics.record(

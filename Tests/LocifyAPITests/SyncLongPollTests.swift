@@ -239,8 +239,11 @@ struct SyncLongPollTests {
         let server = try TestServer.start(dependencies: { $0.listenTiming.minimumBackoff = .milliseconds(20) })
         defer { server.stop() }
         let client = try SyncTestClient(server)
+        // Every connection the write and its notification need is open before new connections
+        // are refused (the notifier's by a first write).
+        _ = try create(server, token: client.token, name: "warm-up")
+        #expect(eventually { server.application.liveStatistics?.notificationsSent == 1 })
         let cursor = try client.drain(limit: 100).cursor
-        // Every connection the write needs is open before new connections are refused.
         try server.application.pool.warmUp()
         let pending = try PendingPull(port: server.port, token: client.token, since: cursor, wait: 60)
         #expect(holds(server.application, 1))
@@ -347,6 +350,33 @@ struct SyncLongPollTests {
         let page = try PendingPull(port: off.port, token: token, since: cursor, wait: 60).page()
         #expect(page.changes.isEmpty && !page.hasMore)
         #expect(off.liveStatistics == nil)
+    }
+
+    @Test("a write that succeeded notifies its user once, after its commit; a refused write or a read notifies nobody")
+    func onlySuccessfulWritesNotify() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let client = try SyncTestClient(server)
+        let sent = { server.application.liveStatistics?.notificationsSent ?? -1 }
+        let id = UUID()
+        let created = try server.request(
+            "POST", "/v1/categories", token: client.token, json: .object(C.category(id, name: "First", at: 10)))
+        #expect(created.status == 201)
+        #expect(eventually { sent() == 1 })
+        let stale = try server.request(
+            "PUT", "/v1/categories/\(id.lowercasedString)", token: client.token, json: .object(C.category(id, name: "Older", at: 5)))
+        #expect(stale.status == 409)
+        #expect(try client.listCategories().count == 5)
+        _ = try client.page()
+        let invalid = try server.request("POST", "/v1/categories", token: client.token, json: ["name": ""])
+        #expect(invalid.status == 400)
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(sent() == 1, "neither the refused writes nor the reads notified")
+        let renamed = try server.request(
+            "PUT", "/v1/categories/\(id.lowercasedString)", token: client.token, json: .object(C.category(id, name: "Newer", at: 20)))
+        #expect(renamed.status == 200)
+        #expect(eventually { sent() == 2 })
+        #expect(eventually { server.application.liveStatistics?.notifications == 2 }, "this instance hears its own notifications")
     }
 
     @Test("LOCIFY_MAX_WAIT_SECONDS is 0-60 and LOCIFY_MAX_WAITS_PER_USER 1-1000; anything else refuses to start")

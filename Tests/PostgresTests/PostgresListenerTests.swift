@@ -168,3 +168,74 @@ struct PostgresListenerTests {
         #expect(log.listening == 0)
     }
 }
+
+@Suite("PostgresNotifier: notifications sent after the commit, batched, from a connection of its own")
+struct PostgresNotifierTests {
+    private static let channel = "notifier_test"
+
+    private static var fastTiming: PostgresListener.Timing {
+        var timing = PostgresListener.Timing()
+        timing.minimumBackoff = .milliseconds(20)
+        timing.maximumBackoff = .milliseconds(200)
+        return timing
+    }
+
+    private func listener(_ database: TestDatabase, log: ListenerLog) -> PostgresListener {
+        PostgresListener(
+            configuration: database.configuration, channel: Self.channel, timing: Self.fastTiming, logger: TestDatabase.logger,
+            onListening: { log.listened() }, onNotification: { log.received($0) })
+    }
+
+    @Test("every payload queued reaches a listener; one queued twice before it is sent goes out once")
+    func delivers() throws {
+        try TestDatabase.with { database in
+            let log = ListenerLog()
+            let listener = listener(database, log: log)
+            listener.start()
+            defer { listener.stop() }
+            #expect(eventually { log.listening == 1 })
+            let notifier = PostgresNotifier(
+                configuration: database.configuration, channel: Self.channel, timing: Self.fastTiming, logger: TestDatabase.logger)
+            // Queued before the thread runs: both copies of "alice" make one notification.
+            notifier.notify("alice")
+            notifier.notify("alice")
+            notifier.notify("bob")
+            notifier.start()
+            defer { notifier.stop() }
+            #expect(eventually { Set(log.payloads) == ["alice", "bob"] })
+            #expect(log.payloads.count == 2)
+            for index in 0..<200 { notifier.notify("user-\(index)") }
+            #expect(eventually { log.payloads.count == 202 })
+            #expect(notifier.statistics.sent == 202 && notifier.statistics.failures == 0)
+        }
+    }
+
+    @Test("a terminated notifier backend is replaced; what was queued while it was down is sent")
+    func reconnects() throws {
+        try TestDatabase.with { database in
+            let log = ListenerLog()
+            let listener = listener(database, log: log)
+            listener.start()
+            defer { listener.stop() }
+            #expect(eventually { log.listening == 1 })
+            let notifier = PostgresNotifier(
+                configuration: database.configuration, channel: Self.channel, timing: Self.fastTiming, logger: TestDatabase.logger)
+            notifier.start()
+            defer { notifier.stop() }
+            notifier.notify("before")
+            #expect(eventually { log.payloads == ["before"] })
+            let terminated = try database.pool.withConnection { connection in
+                try connection.query(
+                    """
+                    SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
+                    WHERE application_name = 'locify-notify' AND datname = current_database()
+                    """
+                ).first?.decode(0, as: Int.self) ?? 0
+            }
+            #expect(terminated == 1)
+            notifier.notify("after")
+            #expect(eventually { log.payloads == ["before", "after"] })
+            #expect(notifier.statistics.failures >= 1 || notifier.statistics.sent == 2)
+        }
+    }
+}

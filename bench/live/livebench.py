@@ -144,12 +144,29 @@ def metric(port, name):
     return None
 
 
+def tree_cpu_seconds(root_pid):
+    """CPU seconds of `root_pid` and its children (PostgreSQL: the postmaster and its backends)."""
+    total = cpu_seconds(root_pid)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == root_pid:
+            total += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return total
+
+
 class Target:
     """What the clients talk to: one instance, or HAProxy in front of several."""
 
-    def __init__(self, port, instances):
+    def __init__(self, port, instances, postmaster=None):
         self.port = port
         self.instances = instances  # [(name, port, pid)]
+        self.postmaster = postmaster
 
     def waiting(self):
         return sum(metric(port, "live_waiting_requests") or 0 for _, port, _ in self.instances)
@@ -158,7 +175,11 @@ class Target:
         return {name: rss_mib(pid) for name, _, pid in self.instances}
 
     def cpu(self):
-        return {name: cpu_seconds(pid) for name, _, pid in self.instances}
+        """CPU seconds of each instance, and of PostgreSQL (all its processes) when known."""
+        seconds = {name: cpu_seconds(pid) for name, _, pid in self.instances}
+        if self.postmaster:
+            seconds["postgres"] = tree_cpu_seconds(self.postmaster)
+        return seconds
 
 
 # ---------------------------------------------------------------------------------------------
@@ -287,49 +308,33 @@ class Bench:
                 "not_delivered_within_10s": lost}
 
     async def throughput_phase(self):
-        rate, duration = self.args.rate, self.args.duration
-        total = int(rate * duration)
-        acked = {}
-        next_index = 0
-        started = time.monotonic()
-
-        async def writer():
-            nonlocal next_index
-            connection = await Connection.open(self.target.port)
-            while True:
-                index = next_index
-                if index >= total:
-                    break
-                next_index += 1
-                due = started + index / rate
-                delay = due - time.monotonic()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                user = random.choice(self.users)
-                try:
-                    created = await self.create(connection, user)
-                except (OSError, asyncio.IncompleteReadError) as error:
-                    self.note_error(f"create {type(error).__name__}")
-                    connection.close()
-                    connection = await Connection.open(self.target.port)
-                    continue
-                if created:
-                    acked[created[0]] = created[1]
-            connection.close()
+        """Creates at --rate for --duration, sent by a child process (bench/live/livebench.py
+        --write-child) so the followers here keep a core's share of their own; both read
+        CLOCK_MONOTONIC, so acknowledgement and arrival times compare."""
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, __file__, "--write-child", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+        order = {"port": self.target.port, "rate": self.args.rate, "duration": self.args.duration,
+                 "writers": self.args.writers, "users": [[user, self.tokens[user]] for user in self.users]}
         cpu_before = self.target.cpu()
-        await asyncio.gather(*(writer() for _ in range(self.args.writers)))
+        started = time.monotonic()
+        output, _ = await child.communicate(json.dumps(order).encode())
         elapsed = time.monotonic() - started
         cpu_after = self.target.cpu()
+        report = json.loads(output)
+        acked = report["acked"]
+        for key, count in report["errors"].items():
+            self.errors[key] = self.errors.get(key, 0) + count
         deadline = time.monotonic() + 30
         while any(i not in self.arrived for i in acked) and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
         missed = [i for i in acked if i not in self.arrived]
         delays = [self.arrived[i] - t for i, t in acked.items() if i in self.arrived]
-        return {"writes_sent": total, "acknowledged": len(acked), "seconds": round(elapsed, 2),
-                "achieved_rate": round(len(acked) / elapsed, 1), "missed": len(missed),
+        return {"writes_sent": report["sent"], "acknowledged": len(acked), "seconds": round(report["seconds"], 2),
+                "achieved_rate": round(len(acked) / report["seconds"], 1), "missed": len(missed),
                 "latency": percentiles([max(0.0, d) for d in delays]),
                 "answered_before_acknowledgement": sum(d < 0 for d in delays),
-                "server_cpu_cores": {name: round((cpu_after[name] - cpu_before[name]) / elapsed, 2) for name in cpu_after}}
+                "server_cpu_cores": {name: round((cpu_after[name] - cpu_before[name]) / elapsed, 2) for name in cpu_after},
+                "writer_process_cpu_cores": round(report["cpu_seconds"] / report["seconds"], 2)}
 
     async def run(self):
         results = {"clients": len(self.users), "wait": self.args.wait}
@@ -370,6 +375,46 @@ class Bench:
         return results
 
 
+async def write_child(order):
+    """The writers of the throughput phase, in a process of their own: creates at `rate` for
+    `duration` seconds (open loop: each is due at its own time, sent late when the writers fall
+    behind), each for a random user; reports every acknowledged id with its acknowledgement time."""
+    users = order["users"]
+    rate, duration = order["rate"], order["duration"]
+    total = int(rate * duration)
+    acked = {}
+    errors = {}
+    next_index = 0
+    started = time.monotonic()
+
+    async def writer():
+        nonlocal next_index
+        connection = await Connection.open(order["port"])
+        while next_index < total:
+            index = next_index
+            next_index += 1
+            delay = started + index / rate - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            user, token = random.choice(users)
+            ident = str(uuid.uuid4())
+            try:
+                status, _, _ = await connection.request("POST", "/v1/categories", token, {"id": ident, "name": f"live {ident[:8]}"})
+            except (OSError, asyncio.IncompleteReadError) as error:
+                errors[f"create {type(error).__name__}"] = errors.get(f"create {type(error).__name__}", 0) + 1
+                connection.close()
+                connection = await Connection.open(order["port"])
+                continue
+            if status == 201:
+                acked[ident] = time.monotonic()
+            else:
+                errors[f"create {status}"] = errors.get(f"create {status}", 0) + 1
+        connection.close()
+    await asyncio.gather(*(writer() for _ in range(order["writers"])))
+    return {"sent": total, "acked": acked, "errors": errors, "seconds": time.monotonic() - started,
+            "cpu_seconds": cpu_seconds(os.getpid())}
+
+
 def start_single(args):
     binary = loadlib.build_server() if not args.no_build else str(ROOT / ".build/release/locify-server")
     cluster = loadlib.Cluster()
@@ -378,7 +423,9 @@ def start_single(args):
         "LOCIFY_MAX_CONNECTIONS": str(args.clients + 2000), "LOG_LEVEL": "warning"})
     server.start()
     log(f"locify-server pid {server.pid} on port {server.port}; PostgreSQL on {cluster.port}")
-    return Target(server.port, [("s1", server.port, server.pid)]), lambda: (server.kill_hard(), cluster.remove())
+    postmaster = int(Path(cluster.directory, "data/postmaster.pid").read_text().split()[0])
+    return (Target(server.port, [("s1", server.port, server.pid)], postmaster),
+            lambda: (server.kill_hard(), cluster.remove()))
 
 
 def start_cluster(args):
@@ -386,11 +433,17 @@ def start_cluster(args):
     subprocess.run([str(ROOT / "scripts/cluster"), "up", "--servers", "3", "--for", "1800"], check=True, env=env)
     state = json.loads((ROOT / ".local/cluster/state.json").read_text())
     instances = [(s["name"], s["port"], s["pid"]) for s in state["servers"]]
+    postmaster = int(Path(state["pg"]["dir"], "data/postmaster.pid").read_text().split()[0])
     log(f"HAProxy on {state['lb_port']}, instances {instances}")
-    return Target(state["lb_port"], instances), lambda: subprocess.run([str(ROOT / "scripts/cluster"), "down"])
+    return (Target(state["lb_port"], instances, postmaster),
+            lambda: subprocess.run([str(ROOT / "scripts/cluster"), "down"]))
 
 
 def main():
+    if sys.argv[1:] == ["--write-child"]:
+        raise_fd_limit()
+        print(json.dumps(asyncio.run(write_child(json.load(sys.stdin)))))
+        return
     args = parse_arguments()
     if args.notify_cost:
         import notify_cost

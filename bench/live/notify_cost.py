@@ -1,14 +1,22 @@
 #!/usr/bin/env python3
-"""bench/live/run --notify-cost: what the change notification costs a write transaction, with
-durable commits (fsync and synchronous_commit on), by hand (issue 24; bench/RESULTS.md).
+"""bench/live/run --notify-cost: what a change notification costs the writes, with durable commits
+(fsync and synchronous_commit on), by hand (issue 24; bench/RESULTS.md, "Live sync").
 
-PostgreSQL serialises the commits of transactions that NOTIFY (a global lock, held from the queue
-insert until the commit is flushed), so notifying writes lose group commit. This measures the
-cost on the one statement every write transaction begins with (AccountGate.beginWrite:
-`UPDATE users SET change_seq = change_seq + 1 WHERE id = $1`) with pgbench, the trigger of
-migration 0007 enabled and disabled in turn, at several client counts, on a database migrated and
-listened to by a running locify-server (its one LISTEN connection consumes every notification, as
-in production). Prints the transactions per second of each and their ratio.
+PostgreSQL serialises the commits of transactions that NOTIFY (one global lock, held from the
+queue insert until the commit is flushed), so writes that notify inside their own transaction lose
+group commit and wait for each other's flushes. This measures, with pgbench on the statement
+every write transaction begins with (AccountGate.beginWrite:
+`UPDATE users SET change_seq = change_seq + 1 WHERE id = $1`), at several client counts:
+
+- none: the statement alone;
+- in the transaction: with a trigger that calls pg_notify in the same transaction (the first
+  design, rejected for what this shows);
+- after the commit: the statement, then pg_notify in a transaction of its own with
+  synchronous_commit off, one per write (what PostgresNotifier does, minus its batching: an upper
+  bound of its cost).
+
+The database is migrated and listened to by a running locify-server (its LISTEN connection
+consumes every notification, as in production). Prints the transactions per second of each.
 """
 
 import os
@@ -29,13 +37,37 @@ from loadlib import log  # noqa: E402
 USERS = 10000
 
 
+TRIGGER = """
+CREATE FUNCTION bench_notify_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('locify_changes', NEW.id);
+    RETURN NULL;
+END;
+$$;
+CREATE TRIGGER bench_change_notify AFTER UPDATE OF change_seq ON users
+    FOR EACH ROW EXECUTE FUNCTION bench_notify_change();
+ALTER TABLE users DISABLE TRIGGER bench_change_notify;
+"""
+
+SCRIPTS = {
+    "none": "UPDATE users SET change_seq = change_seq + 1 WHERE id = 'u' || :n;\n",
+    "in the transaction": "UPDATE users SET change_seq = change_seq + 1 WHERE id = 'u' || :n;\n",
+    "after the commit": ("UPDATE users SET change_seq = change_seq + 1 WHERE id = 'u' || :n;\n"
+                         "BEGIN;\nSET LOCAL synchronous_commit TO off;\n"
+                         "SELECT pg_notify('locify_changes', 'u' || :n);\nCOMMIT;\n"),
+}
+
+
 def run(clients=(1, 8, 32), rounds=3, seconds=10, build=True):
     binary = loadlib.build_server() if build else str(ROOT / ".build/release/locify-server")
     cluster = loadlib.Cluster()
     server = None
-    script = tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False)
-    script.write(f"\\set n random(1, {USERS})\nUPDATE users SET change_seq = change_seq + 1 WHERE id = 'u' || :n;\n")
-    script.close()
+    files = {}
+    for mode, body in SCRIPTS.items():
+        script = tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False)
+        script.write(f"\\set n random(1, {USERS})\n" + body)
+        script.close()
+        files[mode] = script.name
     try:
         cluster.prepare()
         # Durable commits, as in production (scripts/pg-cluster.sh turns fsync off for speed).
@@ -46,36 +78,39 @@ def run(clients=(1, 8, 32), rounds=3, seconds=10, build=True):
         server = loadlib.Server(binary, cluster.url(), env={"LOG_LEVEL": "warning"}).start()
         cluster.psql(f"""INSERT INTO users (id, change_seq, tokens_valid_after, created_at, updated_at)
                          SELECT 'u' || g, 1, -1, now(), now() FROM generate_series(1, {USERS}) g""")
+        cluster.psql(None, stdin=TRIGGER)
         settings = cluster.psql("SELECT current_setting('fsync') || ' ' || current_setting('synchronous_commit')").strip()
-        log(f"fsync, synchronous_commit: {settings}; listening: {loadlib.request('GET', server.port, '/health')[0]}")
+        log(f"fsync, synchronous_commit: {settings}")
         pgbench = os.path.join(cluster.bindir, "pgbench")
         results = {}
         for count in clients:
             for _ in range(rounds):
-                for trigger in ("DISABLE", "ENABLE"):
-                    cluster.psql(f"ALTER TABLE users {trigger} TRIGGER users_change_notify")
+                for mode in SCRIPTS:
+                    trigger = "ENABLE" if mode == "in the transaction" else "DISABLE"
+                    cluster.psql(f"ALTER TABLE users {trigger} TRIGGER bench_change_notify")
                     output = subprocess.run(
                         [pgbench, "-n", "-M", "prepared", "-c", str(count), "-j", str(min(count, 2)), "-T", str(seconds),
-                         "-f", script.name, "-h", "127.0.0.1", "-p", str(cluster.port), "-U", "postgres", "locify"],
+                         "-f", files[mode], "-h", "127.0.0.1", "-p", str(cluster.port), "-U", "postgres", "locify"],
                         capture_output=True, text=True, check=True).stdout
                     tps = float(re.search(r"tps = ([\d.]+)", output).group(1))
-                    results.setdefault((count, trigger), []).append(tps)
-                    log(f"{count} clients, trigger {trigger.lower()}d: {tps:.0f} tps")
+                    results.setdefault((count, mode), []).append(tps)
+                    log(f"{count} clients, notify {mode}: {tps:.0f} tps")
         with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=10) as response:
             received = [line for line in response.read().decode().splitlines() if line.startswith("live_notifications_total")]
-        print(f"notify cost (pgbench, {seconds} s x {rounds} rounds, median; fsync and synchronous_commit on; "
-              f"UPDATE users SET change_seq = change_seq + 1, {USERS} users)")
-        print("clients | without NOTIFY tps | with NOTIFY tps | ratio")
+        print(f"notify cost (pgbench, {seconds} s x {rounds} rounds, median tps; fsync and synchronous_commit on; "
+              f"UPDATE users SET change_seq = change_seq + 1 over {USERS} users)")
+        print("clients | " + " | ".join(SCRIPTS) + " | in the transaction / none | after the commit / none")
         for count in clients:
-            without = statistics.median(results[(count, "DISABLE")])
-            with_notify = statistics.median(results[(count, "ENABLE")])
-            print(f"{count} | {without:.0f} | {with_notify:.0f} | {with_notify / without:.2f}")
+            medians = [statistics.median(results[(count, mode)]) for mode in SCRIPTS]
+            print(f"{count} | " + " | ".join(f"{m:.0f}" for m in medians)
+                  + f" | {medians[1] / medians[0]:.2f} | {medians[2] / medians[0]:.2f}")
         print(f"the server's listener received: {received}")
     finally:
         if server:
             server.kill_hard()
         cluster.remove()
-        os.unlink(script.name)
+        for name in files.values():
+            os.unlink(name)
 
 
 if __name__ == "__main__":

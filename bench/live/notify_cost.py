@@ -11,9 +11,11 @@ every write transaction begins with (AccountGate.beginWrite:
 - none: the statement alone;
 - in the transaction: with a trigger that calls pg_notify in the same transaction (the first
   design, rejected for what this shows);
-- after the commit: the statement, then pg_notify in a transaction of its own with
-  synchronous_commit off, one per write (what PostgresNotifier does, minus its batching: an upper
-  bound of its cost).
+- after the commit, per write: the statement, then pg_notify in a transaction of its own with
+  synchronous_commit off, by the same client (4 more statements per write; an upper bound);
+- after the commit, batched: the statement alone, while one more connection (as
+  PostgresNotifier) sends batches of 50 notifications with synchronous_commit off, back to back
+  as fast as it can (more than the writes need: a worst case for its interference).
 
 The database is migrated and listened to by a running locify-server (its LISTEN connection
 consumes every notification, as in production). Prints the transactions per second of each.
@@ -52,10 +54,13 @@ ALTER TABLE users DISABLE TRIGGER bench_change_notify;
 SCRIPTS = {
     "none": "UPDATE users SET change_seq = change_seq + 1 WHERE id = 'u' || :n;\n",
     "in the transaction": "UPDATE users SET change_seq = change_seq + 1 WHERE id = 'u' || :n;\n",
-    "after the commit": ("UPDATE users SET change_seq = change_seq + 1 WHERE id = 'u' || :n;\n"
-                         "BEGIN;\nSET LOCAL synchronous_commit TO off;\n"
-                         "SELECT pg_notify('locify_changes', 'u' || :n);\nCOMMIT;\n"),
+    "after the commit, per write": ("UPDATE users SET change_seq = change_seq + 1 WHERE id = 'u' || :n;\n"
+                                    "BEGIN;\nSET LOCAL synchronous_commit TO off;\n"
+                                    "SELECT pg_notify('locify_changes', 'u' || :n);\nCOMMIT;\n"),
+    "after the commit, batched": "UPDATE users SET change_seq = change_seq + 1 WHERE id = 'u' || :n;\n",
 }
+# The notifier beside the writers of "after the commit, batched" (a session with asynchronous commits).
+NOTIFIER = "SELECT count(pg_notify('locify_changes', 'u' || (:n + g))) FROM generate_series(1, 50) AS g;\n"
 
 
 def run(clients=(1, 8, 32), rounds=3, seconds=10, build=True):
@@ -63,7 +68,7 @@ def run(clients=(1, 8, 32), rounds=3, seconds=10, build=True):
     cluster = loadlib.Cluster()
     server = None
     files = {}
-    for mode, body in SCRIPTS.items():
+    for mode, body in list(SCRIPTS.items()) + [("notifier", NOTIFIER)]:
         script = tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False)
         script.write(f"\\set n random(1, {USERS})\n" + body)
         script.close()
@@ -88,10 +93,18 @@ def run(clients=(1, 8, 32), rounds=3, seconds=10, build=True):
                 for mode in SCRIPTS:
                     trigger = "ENABLE" if mode == "in the transaction" else "DISABLE"
                     cluster.psql(f"ALTER TABLE users {trigger} TRIGGER bench_change_notify")
-                    output = subprocess.run(
-                        [pgbench, "-n", "-M", "prepared", "-c", str(count), "-j", str(min(count, 2)), "-T", str(seconds),
-                         "-f", files[mode], "-h", "127.0.0.1", "-p", str(cluster.port), "-U", "postgres", "locify"],
-                        capture_output=True, text=True, check=True).stdout
+                    base = [pgbench, "-n", "-M", "prepared", "-T", str(seconds), "-h", "127.0.0.1", "-p", str(cluster.port),
+                            "-U", "postgres"]
+                    notifier = None
+                    if mode == "after the commit, batched":
+                        notifier = subprocess.Popen(base + ["-c", "1", "-f", files["notifier"], "locify"],
+                                                    env=dict(os.environ, PGOPTIONS="-c synchronous_commit=off"),
+                                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                    output = subprocess.run(base + ["-c", str(count), "-j", str(min(count, 2)), "-f", files[mode], "locify"],
+                                            capture_output=True, text=True, check=True).stdout
+                    if notifier:
+                        notified = float(re.search(r"tps = ([\d.]+)", notifier.communicate()[0]).group(1)) * 50
+                        log(f"  (the notifier sent {notified:.0f} notifications/s)")
                     tps = float(re.search(r"tps = ([\d.]+)", output).group(1))
                     results.setdefault((count, mode), []).append(tps)
                     log(f"{count} clients, notify {mode}: {tps:.0f} tps")
@@ -99,11 +112,11 @@ def run(clients=(1, 8, 32), rounds=3, seconds=10, build=True):
             received = [line for line in response.read().decode().splitlines() if line.startswith("live_notifications_total")]
         print(f"notify cost (pgbench, {seconds} s x {rounds} rounds, median tps; fsync and synchronous_commit on; "
               f"UPDATE users SET change_seq = change_seq + 1 over {USERS} users)")
-        print("clients | " + " | ".join(SCRIPTS) + " | in the transaction / none | after the commit / none")
+        print("clients | " + " | ".join(SCRIPTS) + " | ratios to none")
         for count in clients:
             medians = [statistics.median(results[(count, mode)]) for mode in SCRIPTS]
-            print(f"{count} | " + " | ".join(f"{m:.0f}" for m in medians)
-                  + f" | {medians[1] / medians[0]:.2f} | {medians[2] / medians[0]:.2f}")
+            print(f"{count} | " + " | ".join(f"{m:.0f}" for m in medians) + " | "
+                  + " / ".join(f"{m / medians[0]:.2f}" for m in medians[1:]))
         print(f"the server's listener received: {received}")
     finally:
         if server:

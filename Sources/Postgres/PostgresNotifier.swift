@@ -17,7 +17,10 @@ import Synchronization
 /// waits for it. The price: a notification queued when the process dies is never sent (the
 /// caller's listeners must tolerate lost notifications anyway).
 ///
-/// A failed send is retried, with the payloads queued since, after a pause (`minimumBackoff`
+/// Sends are at least `minimumInterval` apart: a lone notification goes out at once, and under
+/// load what is queued meanwhile shares one statement, so the notifications cost PostgreSQL (and
+/// every listening instance) at most one transaction per interval whatever the write rate. A
+/// failed send is retried, with the payloads queued since, after a pause (`minimumBackoff`
 /// doubling to `maximumBackoff`); at most `maxQueued` distinct payloads wait, further ones are
 /// dropped (and counted).
 public final class PostgresNotifier: Sendable {
@@ -45,6 +48,8 @@ public final class PostgresNotifier: Sendable {
     public let channel: String
     /// Most distinct payloads waiting to be sent.
     public let maxQueued: Int
+    /// The shortest time between two sends.
+    public let minimumInterval: Duration
     private let configuration: PostgresConfiguration
     private let timing: PostgresListener.Timing
     private let logger: Logger
@@ -57,9 +62,10 @@ public final class PostgresNotifier: Sendable {
     /// (`-notify` appended to its application name). Nothing is sent until `start()`.
     public init(
         configuration: PostgresConfiguration, channel: String, timing: PostgresListener.Timing = PostgresListener.Timing(),
-        maxQueued: Int = 100_000, logger: Logger
+        minimumInterval: Duration = .milliseconds(5), maxQueued: Int = 100_000, logger: Logger
     ) {
         self.channel = channel
+        self.minimumInterval = minimumInterval
         self.maxQueued = max(1, maxQueued)
         var configuration = configuration
         configuration.applicationName += "-notify"
@@ -120,7 +126,11 @@ public final class PostgresNotifier: Sendable {
     private func run() {
         var connection: PostgresConnection?
         var backoff = timing.minimumBackoff
+        let clock = ContinuousClock()
+        var lastSend = clock.now - minimumInterval
         while true {
+            // Under load, what arrives meanwhile joins this batch.
+            DedicatedThread.sleep(for: minimumInterval - lastSend.duration(to: clock.now))
             let batch = state.withLock { state -> [String]? in
                 if state.stopping { return nil }
                 let batch = state.queued
@@ -137,6 +147,7 @@ public final class PostgresNotifier: Sendable {
                 if connection == nil || connection?.isBroken == true {
                     connection = try PostgresConnection.connect(configuration, logger: logger)
                 }
+                lastSend = clock.now
                 try connection?.query("SELECT count(pg_notify(\(channel), payload)) FROM unnest(\(batch)) AS payload")
                 state.withLock { $0.sent += batch.count }
                 backoff = timing.minimumBackoff

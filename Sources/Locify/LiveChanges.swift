@@ -53,7 +53,12 @@ public final class LiveChanges: Sendable {
         self.waiters = waiters
         listener = PostgresListener(
             configuration: configuration, channel: Self.channel, timing: timing, logger: logger,
-            onListening: { waiters.wakeAll() }, onNotification: { userID in waiters.wake(userID) })
+            onListening: { waiters.wakeAll() },
+            onNotification: { payload in
+                // One notification carries the users of a batch (PostgresNotifier), one a line: a
+                // user id holds no control character (IDTokenVerifier).
+                for userID in payload.split(separator: "\n", omittingEmptySubsequences: true) { waiters.wake(String(userID)) }
+            })
         notifier = PostgresNotifier(configuration: configuration, channel: Self.channel, timing: timing, logger: logger)
     }
 

@@ -5,9 +5,11 @@ import Primitives
 import Synchronization
 
 /// Sends notifications on a channel from a connection and a thread of its own: what `notify`
-/// queued meanwhile (each payload once) goes out in one statement,
-/// `SELECT pg_notify(channel, p) FROM unnest(payloads)`, committed asynchronously
-/// (`synchronous_commit = off`: a notification needs no durability).
+/// queued meanwhile (each payload once) goes out in one statement, committed asynchronously
+/// (`synchronous_commit = off`: a notification needs no durability), packed into as few
+/// notifications as fit PostgreSQL's payload limit, joined by `separator` (which no payload may
+/// contain; listeners split on it): each notification costs PostgreSQL, and every listening
+/// backend and process, about the same whatever its payload.
 ///
 /// Why not `NOTIFY` inside the transaction whose commit it announces: PostgreSQL serialises the
 /// commits of notifying transactions with one global lock, held from the queue insert until the
@@ -50,6 +52,10 @@ public final class PostgresNotifier: Sendable {
     public let maxQueued: Int
     /// The shortest time between two sends.
     public let minimumInterval: Duration
+    /// What joins the payloads packed into one notification.
+    public let separator: Character
+    /// The longest packed payload, bytes (PostgreSQL's limit is 8,000).
+    static let maxPackedBytes = 7_900
     private let configuration: PostgresConfiguration
     private let timing: PostgresListener.Timing
     private let logger: Logger
@@ -62,9 +68,10 @@ public final class PostgresNotifier: Sendable {
     /// (`-notify` appended to its application name). Nothing is sent until `start()`.
     public init(
         configuration: PostgresConfiguration, channel: String, timing: PostgresListener.Timing = PostgresListener.Timing(),
-        minimumInterval: Duration = .milliseconds(5), maxQueued: Int = 100_000, logger: Logger
+        minimumInterval: Duration = .milliseconds(5), separator: Character = "\n", maxQueued: Int = 100_000, logger: Logger
     ) {
         self.channel = channel
+        self.separator = separator
         self.minimumInterval = minimumInterval
         self.maxQueued = max(1, maxQueued)
         var configuration = configuration
@@ -100,8 +107,9 @@ public final class PostgresNotifier: Sendable {
         stopped.wait()
     }
 
-    /// Queues a notification with `payload` (once however often it is queued before it is sent).
-    /// Any thread; never blocks.
+    /// Queues a notification with `payload` (once however often it is queued before it is sent;
+    /// it must not contain `separator`, and may hold at most 7,900 bytes). Any thread; never
+    /// blocks.
     public func notify(_ payload: String) {
         let wake = state.withLock { state -> Bool in
             guard !state.stopping, !state.queuedSet.contains(payload) else { return false }
@@ -119,6 +127,23 @@ public final class PostgresNotifier: Sendable {
     /// The counts so far.
     public var statistics: Statistics {
         state.withLock { Statistics(sent: $0.sent, failures: $0.failures, dropped: $0.dropped) }
+    }
+
+    /// `payloads` joined by `separator` into as few strings of at most `maxPackedBytes` as the
+    /// order allows (a payload longer than that goes alone).
+    static func packed(_ payloads: [String], separator: Character) -> [String] {
+        var packed: [String] = []
+        var current = ""
+        for payload in payloads {
+            if !current.isEmpty && current.utf8.count + 1 + payload.utf8.count > maxPackedBytes {
+                packed.append(current)
+                current = ""
+            }
+            if !current.isEmpty { current.append(separator) }
+            current += payload
+        }
+        if !current.isEmpty { packed.append(current) }
+        return packed
     }
 
     // MARK: - The thread
@@ -148,7 +173,8 @@ public final class PostgresNotifier: Sendable {
                     connection = try PostgresConnection.connect(configuration, logger: logger)
                 }
                 lastSend = clock.now
-                try connection?.query("SELECT count(pg_notify(\(channel), payload)) FROM unnest(\(batch)) AS payload")
+                try connection?.query(
+                    "SELECT count(pg_notify(\(channel), payload)) FROM unnest(\(Self.packed(batch, separator: separator))) AS payload")
                 state.withLock { $0.sent += batch.count }
                 backoff = timing.minimumBackoff
             } catch {

@@ -180,10 +180,24 @@ struct PostgresNotifierTests {
         return timing
     }
 
+    /// A listener that splits each notification into the payloads packed into it.
     private func listener(_ database: TestDatabase, log: ListenerLog) -> PostgresListener {
         PostgresListener(
             configuration: database.configuration, channel: Self.channel, timing: Self.fastTiming, logger: TestDatabase.logger,
-            onListening: { log.listened() }, onNotification: { log.received($0) })
+            onListening: { log.listened() },
+            onNotification: { packed in
+                for payload in packed.split(separator: "\n") { log.received(String(payload)) }
+            })
+    }
+
+    @Test("payloads are packed in order into as few notifications as fit 7,900 bytes; a longer one goes alone")
+    func packing() {
+        #expect(PostgresNotifier.packed(["a", "b", "c"], separator: "\n") == ["a\nb\nc"])
+        #expect(PostgresNotifier.packed([], separator: "\n") == [])
+        let big = String(repeating: "x", count: 4000)
+        let packed = PostgresNotifier.packed([big, big, "y", String(repeating: "z", count: 9000)], separator: "\n")
+        #expect(packed == [big, big + "\ny", String(repeating: "z", count: 9000)])
+        #expect(packed.dropLast().allSatisfy { $0.utf8.count <= 7900 })
     }
 
     @Test("every payload queued reaches a listener; one queued twice before it is sent goes out once")
@@ -206,7 +220,9 @@ struct PostgresNotifierTests {
             #expect(log.payloads.count == 2)
             for index in 0..<200 { notifier.notify("user-\(index)") }
             #expect(eventually { log.payloads.count == 202 })
+            #expect(Set(log.payloads).count == 202)
             #expect(notifier.statistics.sent == 202 && notifier.statistics.failures == 0)
+            #expect(listener.statistics.notifications < 202, "payloads queued together share a notification")
         }
     }
 

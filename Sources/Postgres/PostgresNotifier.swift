@@ -14,7 +14,7 @@ import Synchronization
 /// Why not `NOTIFY` inside the transaction whose commit it announces: PostgreSQL serialises the
 /// commits of notifying transactions with one global lock, held from the queue insert until the
 /// commit is flushed, so every write would wait for the flushes of all the others (measured with
-/// durable commits: 0.06 times the write throughput at 32 clients, bench/RESULTS.md). Sent from
+/// durable commits: 0.07 times the write throughput at 32 clients, bench/RESULTS.md). Sent from
 /// here, after the commit, a notification holds that lock for a few microseconds and no write
 /// waits for it. The price: a notification queued when the process dies is never sent (the
 /// caller's listeners must tolerate lost notifications anyway).

@@ -64,6 +64,8 @@ def parse_arguments():
     parser.add_argument("--no-build", action="store_true", help="use the existing release build")
     parser.add_argument("--notify-cost", action="store_true",
                         help="instead: what NOTIFY costs a write transaction with durable commits (pgbench; notify_cost.py)")
+    parser.add_argument("--write-cost", action="store_true",
+                        help="instead: CPU per create with live sync on and off, by process and backend (write_cost.py)")
     parser.add_argument("--out", help="results folder (default bench/results/live-<UTC time>)")
     args = parser.parse_args()
     if args.clients is None:
@@ -448,6 +450,10 @@ def main():
     if args.notify_cost:
         import notify_cost
         notify_cost.run(build=not args.no_build)
+        return
+    if args.write_cost:
+        import write_cost
+        write_cost.run(build=not args.no_build)
         return
     limit = raise_fd_limit()
     if limit < args.clients + 1000:

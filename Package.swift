@@ -18,7 +18,9 @@ let package = Package(
         .library(name: "LocifyClient", targets: ["LocifyClient"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // LocifyClient's SQLiteStore (system SQLite: Debian's libsqlite3-dev on Linux).
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .systemLibrary(
@@ -38,9 +40,13 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
         .systemLibrary(name: "CLinux"),
-        // The primitives several targets share (the millisecond `Timestamp`, Duration conversions,
-        // hex digits, the control-character rule, base64url): a leaf on the standard library.
-        .target(name: "Primitives", swiftSettings: strictSettings),
+        // The rules both ends of the API share (issue 22): the millisecond `Timestamp` and RFC 3339,
+        // last write wins, the record rules, the error-code table. The standard library only and no
+        // unsafe flags, so that it builds for iOS inside `LocifyClient`.
+        .target(name: "LocifyRules"),
+        // The primitives several server targets share (the wall clock, threads, Duration
+        // conversions, hex digits, base64url): on the standard library, Glibc and `LocifyRules`.
+        .target(name: "Primitives", dependencies: ["LocifyRules"], swiftSettings: strictSettings),
         .target(
             name: "HTTPServer",
             dependencies: ["CLinux", "Primitives", .product(name: "Logging", package: "swift-log")],
@@ -48,7 +54,7 @@ let package = Package(
         ),
         .target(
             name: "Postgres",
-            dependencies: ["CLibPQ", "Primitives", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CLibPQ", "LocifyRules", "Primitives", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .target(
@@ -58,18 +64,19 @@ let package = Package(
         ),
         .target(
             name: "FirebaseAdmin",
-            dependencies: ["CLibCrypto", "CLibSSL", "JSON", "Primitives", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CLibCrypto", "CLibSSL", "JSON", "LocifyRules", "Primitives", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .target(
             name: "Locify",
-            dependencies: ["Postgres", "FirebaseAdmin", "Primitives", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Postgres", "FirebaseAdmin", "LocifyRules", "Primitives", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .target(
             name: "LocifyAPI",
             dependencies: [
-                "HTTPServer", "Locify", "Postgres", "FirebaseAdmin", "JSON", "Primitives", .product(name: "Logging", package: "swift-log"),
+                "HTTPServer", "Locify", "LocifyRules", "Postgres", "FirebaseAdmin", "JSON", "Primitives",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),
@@ -91,7 +98,9 @@ let package = Package(
         // Google over a socket, write load).
         .target(
             name: "TestSupport",
-            dependencies: ["HTTPServer", "FirebaseAdmin", "JSON", "Primitives", "CLibCrypto", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "HTTPServer", "FirebaseAdmin", "JSON", "LocifyRules", "Primitives", "CLibCrypto", .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tests/TestSupport",
             swiftSettings: strictSettings
         ),
@@ -122,36 +131,51 @@ let package = Package(
             dependencies: ["FirebaseAdmin", "JSON", "Primitives", "TestSupport", "FuzzSupport", .product(name: "Logging", package: "swift-log")],
             path: "Fuzz/FuzzIDToken", swiftSettings: strictSettings),
         .executableTarget(
-            name: "FuzzRequestDecoding", dependencies: ["LocifyAPI", "Locify", "JSON", "Primitives", "FuzzSupport"],
+            name: "FuzzRequestDecoding", dependencies: ["LocifyAPI", "Locify", "LocifyRules", "JSON", "Primitives", "FuzzSupport"],
             path: "Fuzz/FuzzRequestDecoding", swiftSettings: strictSettings),
-        .testTarget(name: "PrimitivesTests", dependencies: ["Primitives"], swiftSettings: strictSettings),
+        .testTarget(name: "LocifyRulesTests", dependencies: ["LocifyRules"], swiftSettings: strictSettings),
+        .testTarget(name: "PrimitivesTests", dependencies: ["LocifyRules", "Primitives"], swiftSettings: strictSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strictSettings),
         .testTarget(
             name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "PostgresTests", dependencies: ["Postgres", "Primitives", "TestSupport", "TestSupportDatabase"], swiftSettings: strictSettings),
-        .testTarget(
-            name: "FirebaseAdminTests",
-            dependencies: ["FirebaseAdmin", "JSON", "Primitives", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            name: "PostgresTests", dependencies: ["Postgres", "LocifyRules", "Primitives", "TestSupport", "TestSupportDatabase"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "LocifyTests", dependencies: ["Locify", "Postgres", "FirebaseAdmin", "JSON", "Primitives", "TestSupport", "TestSupportDatabase"],
+            name: "FirebaseAdminTests",
+            dependencies: ["FirebaseAdmin", "JSON", "LocifyRules", "Primitives", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "LocifyTests",
+            dependencies: ["Locify", "LocifyRules", "Postgres", "FirebaseAdmin", "JSON", "Primitives", "TestSupport", "TestSupportDatabase"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "LocifyAPITests",
             dependencies: [
-                "LocifyAPI", "Locify", "HTTPServer", "Postgres", "FirebaseAdmin", "JSON", "Primitives", "TestSupport", "TestSupportDatabase",
-                "TestSupportServer", .product(name: "Logging", package: "swift-log"),
+                "LocifyAPI", "Locify", "LocifyRules", "HTTPServer", "Postgres", "FirebaseAdmin", "JSON", "Primitives", "TestSupport",
+                "TestSupportDatabase", "TestSupportServer", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings),
         // bench/json/run: the JSON target against Foundation's JSON, built in release mode into `.build-bench`.
         .executableTarget(
             name: "JSONBenchmark", dependencies: ["JSON"], path: "bench/json", exclude: ["run"], swiftSettings: strictSettings),
-        // The Swift client apps use (issue 17): Foundation only, and no unsafe flags, so that an
-        // app can depend on this package's `LocifyClient` product.
-        .target(name: "LocifyClient"),
-        .testTarget(name: "LocifyClientTests", dependencies: ["LocifyClient", "TestSupport", "TestSupportServer"], swiftSettings: strictSettings),
+        // The Swift client apps use (issue 17): Foundation, the rules it shares with the server
+        // (LocifyRules) and GRDB (its SQLiteStore), and no unsafe flags, so that an app can depend
+        // on this package's `LocifyClient` product.
+        .target(name: "LocifyClient", dependencies: ["LocifyRules", .product(name: "GRDB", package: "GRDB.swift")]),
+        // bench/client/run: LocifyClient on the 100,000-location account of bench/scale.
+        .executableTarget(
+            name: "LocifyClientBenchmark", dependencies: ["LocifyClient"], path: "bench/client", exclude: ["run"],
+            swiftSettings: strictSettings),
+        // The child process LocifyClientTests' crash test kills with SIGKILL while it edits and syncs.
+        .executableTarget(name: "LocifyClientCrashChild", dependencies: ["LocifyClient"], path: "Tests/LocifyClientCrashChild"),
+        .testTarget(
+            name: "LocifyClientTests",
+            dependencies: [
+                "LocifyClient", "TestSupport", "TestSupportServer", "LocifyAPI", "HTTPServer", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strictSettings),
     ],
     swiftLanguageModes: [.v6]
 )

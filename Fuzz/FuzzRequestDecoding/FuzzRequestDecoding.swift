@@ -3,6 +3,7 @@ import FuzzSupport
 import JSON
 import Locify
 import LocifyAPI
+import LocifyRules
 import Primitives
 
 /// Fuzzes the request decoding of `LocifyAPI` and the validation of `Locify`: the input is a
@@ -57,7 +58,7 @@ enum FuzzRequestDecoding {
             checkName(draft.name)
             precondition((-90.0...90.0).contains(draft.latitude), "latitude \(draft.latitude)")
             precondition((-180.0...180.0).contains(draft.longitude), "longitude \(draft.longitude)")
-            precondition(draft.imageURLs.count <= LocationDraft.maxImageURLs, "too many image URLs")
+            precondition(draft.imageURLs.count <= LocationRules.maxImageURLs, "too many image URLs")
             precondition(Set(draft.imageURLs).count == draft.imageURLs.count, "duplicate image URLs")
             draft.imageURLs.forEach(checkURL)
             [draft.createdAt, draft.updatedAt].compactMap { $0 }.forEach(checkTimestamp)

@@ -1,6 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import JSON
+import LocifyRules
 import Primitives
 import Synchronization
 

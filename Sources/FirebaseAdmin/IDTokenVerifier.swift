@@ -1,5 +1,6 @@
 import FoundationEssentials
 import JSON
+import LocifyRules
 import Logging
 import Primitives
 import Synchronization

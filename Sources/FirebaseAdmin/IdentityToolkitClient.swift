@@ -1,4 +1,5 @@
 import JSON
+import LocifyRules
 
 /// Deletes Firebase Auth accounts through the Identity Toolkit API (openapi.yaml, `DELETE /v1/users/me`). One attempt
 /// per call; the caller owns retries.

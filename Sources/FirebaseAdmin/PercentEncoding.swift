@@ -1,7 +1,7 @@
+import LocifyRules
 import Primitives
 
-/// RFC 3986 percent-encoding and decoding for URL path segments and query values.
-public enum PercentEncoding {
+extension PercentEncoding {
     /// Encodes everything but the unreserved characters (`A-Z a-z 0-9 - . _ ~`), so the result is
     /// safe as ONE path segment or one query value (`/` becomes `%2F`, space `%20`).
     public static func encodeComponent(_ text: String) -> String {
@@ -18,27 +18,5 @@ public enum PercentEncoding {
             }
         }
         return String(decoding: output, as: UTF8.self)
-    }
-
-    /// Decodes `%XX` escapes once. Nil when an escape is malformed or the result is not UTF-8.
-    /// `+` is left as is (it only means space in form bodies).
-    public static func decode(_ text: some StringProtocol) -> String? {
-        let input = Array(text.utf8)
-        var output: [UInt8] = []
-        output.reserveCapacity(input.count)
-        var index = 0
-        while index < input.count {
-            let byte = input[index]
-            if byte == 0x25 {
-                guard index + 2 < input.count, let high = HexDigit.value(input[index + 1]), let low = HexDigit.value(input[index + 2])
-                else { return nil }
-                output.append(high << 4 | low)
-                index += 3
-            } else {
-                output.append(byte)
-                index += 1
-            }
-        }
-        return String(validating: output, as: UTF8.self)
     }
 }

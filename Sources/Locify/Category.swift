@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LocifyRules
 import Primitives
 
 /// A user's category as stored: the live record or, when `deletedAt` is set, its tombstone.

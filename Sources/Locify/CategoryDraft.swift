@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LocifyRules
 import Primitives
 
 /// A validated category write (create, upsert or replace), normalised. Every draft passes the
@@ -15,27 +16,23 @@ public struct CategoryDraft: Sendable, Equatable {
     /// Sent `updated_at`, not yet clamped.
     public private(set) var updatedAt: Timestamp?
 
-    /// Validates and normalises a write: the name is trimmed; a name or icon that breaks its rule
-    /// is `LocifyError.invalidInput` (E001) naming the field.
+    /// Validates and normalises a write with the shared rules (`CategoryFields`): the name is
+    /// trimmed; a name or icon that breaks its rule is `LocifyError.invalidInput` (E001) naming
+    /// the field.
     public init(id: UUID, name: String, icon: String? = nil, createdAt: Timestamp? = nil, updatedAt: Timestamp? = nil)
         throws(LocifyError)
     {
+        let fields: CategoryFields
+        do throws(RuleViolation) {
+            fields = try CategoryFields(name: name, icon: icon)
+        } catch {
+            throw LocifyError(error)
+        }
         self.id = id
-        self.name = try Self.validName(name)
-        self.icon = try icon.map { (icon) throws(LocifyError) in try Self.validIcon(icon) }
+        self.name = fields.name
+        self.icon = fields.icon
         self.createdAt = createdAt
         self.updatedAt = updatedAt
-    }
-
-    /// The name rule: trimmed of Unicode whitespace, then 1-255 code points without control
-    /// characters. Returns the trimmed name. Idempotent.
-    public static func validName(_ raw: String) throws(LocifyError) -> String {
-        try TextRules.name(raw, field: "name")
-    }
-
-    /// The icon rule: an absolute https URL of at most 2048 code points. Returned unchanged.
-    public static func validIcon(_ raw: String) throws(LocifyError) -> String {
-        try TextRules.httpsURL(raw, field: "icon")
     }
 
     /// Whether this write carries the same editable content as `stored` (idempotent replay test).

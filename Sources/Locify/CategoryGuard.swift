@@ -1,3 +1,4 @@
+import LocifyRules
 import Postgres
 
 /// The database's own check that a live location belongs to a live category (the
@@ -7,7 +8,7 @@ enum CategoryGuard {
 
     /// Maps the trigger's error to the API's "unknown category" (E007); other errors pass through.
     static func mapping(_ error: any Error) -> any Error {
-        if let error = error as? PostgresError, error.sqlState == sqlState { return LocifyError.notFound("category") }
+        if let error = error as? PostgresError, error.sqlState == sqlState { return LocifyError(.unknownCategory) }
         return error
     }
 }

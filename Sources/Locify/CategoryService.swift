@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LocifyRules
 import Postgres
 import Primitives
 
@@ -28,55 +29,62 @@ public struct CategoryService: Sendable {
 
     /// POST: creates the category, or upserts it under last-write-wins when the id exists.
     public func create(_ caller: Caller, _ draft: CategoryDraft) throws -> WriteOutcome<Category> {
-        try records.write(caller, draft, .create)
+        try records.write(caller, draft, .create, afterWrite: comeBack(caller))
     }
 
     /// PUT: replaces an existing category (or revives its tombstone when newer); unknown id E007.
     public func replace(_ caller: Caller, _ draft: CategoryDraft) throws -> WriteOutcome<Category> {
-        try records.write(caller, draft, .replace)
+        try records.write(caller, draft, .replace, afterWrite: comeBack(caller))
     }
 
-    /// DELETE: tombstones the category. With `reassignTo`, its live locations move to that
-    /// category and the category's Storage folder is queued for deletion; without it, its live
-    /// locations are tombstoned too and their folders and owned objects are queued as well.
-    /// Returns the tombstone.
+    /// A category a newer write brings back brings back the locations placed in it, and those of
+    /// the deleted categories reassigned to it (openapi.yaml, "Writes in any order").
+    private func comeBack(_ caller: Caller) -> (PostgresConnection, Category, Category, Int64) throws -> Void {
+        { connection, stored, written, stamp in
+            guard stored.deletedAt != nil else { return }
+            _ = try LocationStore.follow(connection, userID: caller.userID, category: written.id, stamp: stamp)
+        }
+    }
+
+    /// DELETE: tombstones the category (a newer delete of a tombstone moves it, with its options).
+    /// With `reassignTo`, the locations placed in it are shown in that category (followed while it
+    /// is deleted in turn) and the category's Storage folder is queued for deletion; without it,
+    /// they are shown deleted, and their folders and owned objects are queued as well. Returns the
+    /// tombstone.
     public func delete(_ caller: Caller, id: UUID, updatedAt: Timestamp?, reassignTo: UUID?) throws -> Category {
         try records.delete(
             caller, id: id, updatedAt: updatedAt,
             check: {
-                if reassignTo == id {
-                    throw LocifyError.invalid("reassign_category_id", "must not be the category being deleted")
-                }
+                guard let reassignTo else { return }
+                try LocifyError.applying(
+                    { (target) throws(RuleViolation) in try CategoryRules.checkReassignTarget(target, deleting: id) }, to: reassignTo)
             },
-            beforeTombstone: { connection, stored, at, stamp in
-                try removeContents(connection, caller.userID, category: stored, reassignTo: reassignTo, at: at, stamp: stamp)
+            afterTombstone: { connection, stored, _, stamp in
+                try removeContents(connection, caller.userID, category: stored, reassignTo: reassignTo, stamp: stamp)
             })
     }
 
     private func removeContents(
-        _ connection: PostgresConnection, _ userID: String, category: Category, reassignTo: UUID?, at: Timestamp,
-        stamp: Int64
+        _ connection: PostgresConnection, _ userID: String, category: Category, reassignTo: UUID?, stamp: Int64
     ) throws {
-        var jobs = CleanupJob.categoryFolders(userID: userID, id: category.id)
         if let target = reassignTo {
-            guard try CategoryStore.isLive(connection, userID: userID, id: target) else {
-                throw LocifyError.notFound("category")
-            }
-            try LocationStore.moveAll(connection, userID: userID, from: category.id, to: target, at: at, stamp: stamp)
-        } else {
-            let removed = try LocationStore.tombstoneAll(connection, userID: userID, in: category.id, at: at, stamp: stamp)
-            var urls = category.icon.map { [$0] } ?? []
-            for location in removed {
-                jobs += CleanupJob.locationFolders(userID: userID, id: location.id)
-                urls += location.imageURLs
-            }
-            // Objects inside a folder queued above go with it.
-            let folders = jobs.map(\.target)
-            jobs += storage.ownedObjects(urls, userID: userID)
-                .filter { path in !folders.contains { path.hasPrefix($0) } }
-                .map { CleanupJob(kind: .storageObject, target: $0) }
+            try LocifyError.applying(CategoryRules.checkReassignTarget(isKnown:), to: CategoryStore.isKnown(connection, userID: userID, id: target))
         }
-        if CleanupJob.isFolderSafe(userID: userID) {
+        try CategoryStore.setReassignTarget(connection, userID: userID, id: category.id, target: reassignTo)
+        let hidden = try LocationStore.follow(connection, userID: userID, category: category.id, stamp: stamp)
+        // A category deleted again has had its folder queued already.
+        var jobs = category.deletedAt == nil ? CleanupJob.categoryFolders(userID: userID, id: category.id) : []
+        var urls = reassignTo == nil ? category.icon.map { [$0] } ?? [] : []
+        for location in hidden {
+            jobs += CleanupJob.locationFolders(userID: userID, id: location.id)
+            urls += location.imageURLs
+        }
+        // Objects inside a folder queued above go with it.
+        let folders = jobs.map(\.target)
+        jobs += storage.ownedObjects(urls, userID: userID)
+            .filter { path in !folders.contains { path.hasPrefix($0) } }
+            .map { CleanupJob(kind: .storageObject, target: $0) }
+        if CleanupJob.isFolderSafe(userID: userID), !jobs.isEmpty {
             try CleanupJobStore.enqueue(connection, userID: userID, jobs)
         }
     }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LocifyRules
 import Postgres
 import Primitives
 
@@ -14,14 +15,20 @@ enum CategoryStore: RecordTable {
         "SELECT \(unsafeSQL: columns) FROM categories c WHERE c.user_id = \(userID) AND c.id = \(id)"
     }
 
-    /// Whether the user has a live category with this id.
-    static func isLive(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Bool {
-        !(try connection.query(
-            "SELECT 1 FROM categories WHERE user_id = \(userID) AND id = \(id) AND deleted_at IS NULL"
-        ).isEmpty)
+    /// Whether the user has, or had, a category with this id (live or a tombstone).
+    static func isKnown(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Bool {
+        !(try connection.query("SELECT 1 FROM categories WHERE user_id = \(userID) AND id = \(id)").isEmpty)
     }
 
-    static func insertQuery(userID: String, _ draft: CategoryDraft, at: Timestamp, createdAt: Timestamp, stamp: Int64) -> PostgresQuery {
+    /// Records where a deleted category's locations are shown: `target` for a reassign delete,
+    /// nowhere (nil) for a cascade. A category that comes back forgets it (`overwriteQuery`).
+    static func setReassignTarget(_ connection: PostgresConnection, userID: String, id: UUID, target: UUID?) throws {
+        try connection.query("UPDATE categories SET reassigned_to = \(target) WHERE user_id = \(userID) AND id = \(id)")
+    }
+
+    static func insertQuery(
+        userID: String, _ draft: CategoryDraft, _ placement: Void, at: Timestamp, createdAt: Timestamp, stamp: Int64
+    ) -> PostgresQuery {
         """
         INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, change_seq, changed_at)
         VALUES (\(userID), \(draft.id), \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.icon), 1,
@@ -46,10 +53,10 @@ enum CategoryStore: RecordTable {
         """
     }
 
-    static func overwriteQuery(userID: String, _ draft: CategoryDraft, at: Timestamp, stamp: Int64) -> PostgresQuery {
+    static func overwriteQuery(userID: String, _ draft: CategoryDraft, _ placement: Void, at: Timestamp, stamp: Int64) -> PostgresQuery {
         """
         UPDATE categories c SET name = \(draft.name), name_key = \(TextRules.sortKey(draft.name)), icon = \(draft.icon),
-               version = version + 1, updated_at = \(at), deleted_at = NULL, change_seq = \(stamp),
+               version = version + 1, updated_at = \(at), deleted_at = NULL, reassigned_to = NULL, change_seq = \(stamp),
                changed_at = clock_timestamp()
         WHERE c.user_id = \(userID) AND c.id = \(draft.id)
         RETURNING \(unsafeSQL: columns)

@@ -1,4 +1,5 @@
 import FirebaseAdmin
+import LocifyRules
 import Postgres
 
 /// The SQL of the durable clean-up queue.

@@ -1,4 +1,5 @@
 import FirebaseAdmin
+import LocifyRules
 import Logging
 import Primitives
 import Synchronization

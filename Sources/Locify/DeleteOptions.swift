@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LocifyRules
 import Primitives
 
 /// The optional parts of a delete (openapi.yaml): the client's `updated_at` and, for a

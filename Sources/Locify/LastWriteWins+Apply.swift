@@ -1,16 +1,18 @@
+import LocifyRules
 import Primitives
 
 extension LastWriteWins.Decision {
     /// Carries out a create or replace decision inside the write transaction (shared by
-    /// categories and locations): `insert` and `overwrite` store the write at the decided time.
+    /// categories and locations): `insert` and `overwrite` (given the record it replaces) store
+    /// the write at the decided time.
     func applyWrite<Record: StoredRecord>(
-        stored: Record?, insert: (Timestamp) throws -> Record, overwrite: (Timestamp) throws -> Record
+        stored: Record?, insert: (Timestamp) throws -> Record, overwrite: (Record, Timestamp) throws -> Record
     ) throws -> WriteOutcome<Record> {
         switch (self, stored) {
         case (.insert(let at), _):
             return .created(try insert(at))
-        case (.overwrite(let at), _):
-            return .updated(try overwrite(at))
+        case (.overwrite(let at), let stored?):
+            return .updated(try overwrite(stored, at))
         case (.replay, let stored?), (.alreadyDeleted, let stored?):
             return .unchanged(stored)
         case (.conflict, let stored?):

@@ -1,3 +1,4 @@
+import LocifyRules
 import Postgres
 
 extension Location: StoredRecord {
@@ -5,7 +6,7 @@ extension Location: StoredRecord {
 
     static let columnNames = [
         "id", "category_id", "name", "address", "description", "latitude", "longitude", "is_favorite", "image_urls", "version",
-        "created_at", "updated_at", "deleted_at",
+        "created_at", "updated_at", "deleted_at", "own_category_id", "hidden",
     ]
 
     /// Decodes the columns of `columnNames` starting at column `start`.
@@ -24,9 +25,14 @@ extension Location: StoredRecord {
             createdAt: try row.decode(start + 10),
             updatedAt: try row.decode(start + 11),
             deletedAt: try row.decode(start + 12))
+        placedCategoryID = try row.decode(start + 13)
+        isHiddenWithCategory = try row.decode(start + 14)
     }
 
     var liveState: RecordState { .location(self) }
+
+    /// Its own last write's clock: a location hidden with its category is not deleted itself.
+    var clock: LastWriteWins.Stored { .init(updatedAt: updatedAt, isDeleted: deletedAt != nil && !isHiddenWithCategory) }
 }
 
 extension LocationDraft: RecordDraft {}

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LocifyRules
 import Primitives
 
 /// A user's saved place as stored: the live record or, when `deletedAt` is set, its tombstone.
@@ -29,6 +30,15 @@ public struct Location: Sendable, Equatable {
     public var updatedAt: Timestamp
     /// When it was deleted; nil for a live record.
     public var deletedAt: Timestamp?
+    /// The category its own last write named, when that is not `categoryID`: the category was
+    /// deleted with a reassign and the location is shown in the target (openapi.yaml).
+    var placedCategoryID: UUID?
+    /// Whether it is shown deleted only because its category is deleted with a cascade (its own
+    /// last write is not a delete; it comes back with the category).
+    var isHiddenWithCategory = false
+
+    /// The category the location's own last write named.
+    var ownCategoryID: UUID { placedCategoryID ?? categoryID }
 
     /// A location with every stored column.
     public init(

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LocifyRules
 import Postgres
 import Primitives
 
@@ -76,14 +77,22 @@ public struct LocationService: Sendable {
     }
 
     /// POST: creates the location, or upserts it under last-write-wins when the id exists. The
-    /// category must be one of the user's live categories (E007 otherwise).
+    /// category must be one the user has (E007 otherwise); see `shown`.
     public func create(_ caller: Caller, _ draft: LocationDraft) throws -> WriteOutcome<Location> {
-        try records.write(caller, draft, .create)
+        try shown(records.write(caller, draft, .create))
     }
 
     /// PUT: replaces an existing location (or revives its tombstone when newer); unknown id E007.
     public func replace(_ caller: Caller, _ draft: LocationDraft) throws -> WriteOutcome<Location> {
-        try records.write(caller, draft, .replace)
+        try shown(records.write(caller, draft, .replace))
+    }
+
+    /// The answer to a stored write: the location where its category shows it (the target of a
+    /// reassign delete), or E007 when its category is deleted with a cascade; the write is kept
+    /// then, and shows when the category comes back (openapi.yaml, "Writes in any order").
+    private func shown(_ outcome: WriteOutcome<Location>) throws -> WriteOutcome<Location> {
+        if outcome.record.isHiddenWithCategory { throw LocifyError(.unknownCategory) }
+        return outcome
     }
 
     /// DELETE: tombstones the location (idempotent); returns the tombstone. Its images are left

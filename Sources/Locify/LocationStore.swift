@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LocifyRules
 import Postgres
 import Primitives
 
@@ -6,6 +7,7 @@ import Primitives
 /// `AccountGate.beginWrite`, whose change stamp they put on every row they touch.
 enum LocationStore: RecordTable {
     typealias Draft = LocationDraft
+    typealias Placement = CategoryGraph.Placement
 
     /// Every statement's record columns, `Location.columns` under the alias `l`.
     private static let columns = Location.columns("l")
@@ -14,14 +16,35 @@ enum LocationStore: RecordTable {
         "SELECT \(unsafeSQL: columns) FROM locations l WHERE l.user_id = \(userID) AND l.id = \(id)"
     }
 
-    static func insertQuery(userID: String, _ draft: LocationDraft, at: Timestamp, createdAt: Timestamp, stamp: Int64) -> PostgresQuery {
+    /// Where the draft's category shows it: the category named when it is live, else what its
+    /// state says (`CategoryGraph`); E007 when the user never had that category. A write that keeps
+    /// a live location in the category it is shown in reads no category: a live location's
+    /// category is live, and the user's write lock keeps it so.
+    static func placement(
+        _ connection: PostgresConnection, userID: String, of draft: LocationDraft, stored: Location?
+    ) throws -> Placement {
+        if let stored, stored.deletedAt == nil, stored.categoryID == draft.categoryID { return .shown(in: draft.categoryID) }
+        let rows = try connection.query(
+            "SELECT deleted_at IS NULL FROM categories WHERE user_id = \(userID) AND id = \(draft.categoryID)")
+        guard let row = rows.first else { throw LocifyError(.unknownCategory) }
+        if try row.decode(0, as: Bool.self) { return .shown(in: draft.categoryID) }
+        guard let placement = try CategoryGraph.load(connection, userID: userID).placement(of: draft.categoryID) else {
+            throw LocifyError(.unknownCategory)
+        }
+        return placement
+    }
+
+    static func insertQuery(
+        userID: String, _ draft: LocationDraft, _ placement: Placement, at: Timestamp, createdAt: Timestamp, stamp: Int64
+    ) -> PostgresQuery {
         """
-        INSERT INTO locations AS l (user_id, id, category_id, name, name_key, address, description, search_text,
-                                    latitude, longitude, is_favorite, image_urls, version, created_at, updated_at,
-                                    change_seq, changed_at)
-        VALUES (\(userID), \(draft.id), \(draft.categoryID), \(draft.name), \(TextRules.sortKey(draft.name)),
-                \(draft.address), \(draft.description), \(draft.searchText), \(draft.latitude), \(draft.longitude),
-                \(draft.isFavorite), \(draft.imageURLs), 1, \(createdAt), \(at), \(stamp), clock_timestamp())
+        INSERT INTO locations AS l (user_id, id, category_id, own_category_id, hidden, name, name_key, address, description,
+                                    search_text, latitude, longitude, is_favorite, image_urls, version, created_at,
+                                    updated_at, deleted_at, change_seq, changed_at)
+        VALUES (\(userID), \(draft.id), \(placement.shownCategory(draft)), \(placement.ownCategory(draft)), \(placement == .hidden),
+                \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.address), \(draft.description), \(draft.searchText),
+                \(draft.latitude), \(draft.longitude), \(draft.isFavorite), \(draft.imageURLs), 1, \(createdAt), \(at),
+                \(placement == .hidden ? at : nil), \(stamp), clock_timestamp())
         RETURNING \(unsafeSQL: columns)
         """
     }
@@ -47,14 +70,15 @@ enum LocationStore: RecordTable {
         """
     }
 
-    static func overwriteQuery(userID: String, _ draft: LocationDraft, at: Timestamp, stamp: Int64) -> PostgresQuery {
+    static func overwriteQuery(userID: String, _ draft: LocationDraft, _ placement: Placement, at: Timestamp, stamp: Int64) -> PostgresQuery {
         """
-        UPDATE locations l SET category_id = \(draft.categoryID), name = \(draft.name),
+        UPDATE locations l SET category_id = \(placement.shownCategory(draft)), own_category_id = \(placement.ownCategory(draft)),
+               hidden = \(placement == .hidden), name = \(draft.name),
                name_key = \(TextRules.sortKey(draft.name)), address = \(draft.address),
                description = \(draft.description), search_text = \(draft.searchText),
                latitude = \(draft.latitude), longitude = \(draft.longitude), is_favorite = \(draft.isFavorite),
-               image_urls = \(draft.imageURLs), version = version + 1, updated_at = \(at), deleted_at = NULL,
-               change_seq = \(stamp), changed_at = clock_timestamp()
+               image_urls = \(draft.imageURLs), version = version + 1, updated_at = \(at),
+               deleted_at = \(placement == .hidden ? at : nil), change_seq = \(stamp), changed_at = clock_timestamp()
         WHERE l.user_id = \(userID) AND l.id = \(draft.id)
         RETURNING \(unsafeSQL: columns)
         """
@@ -62,40 +86,47 @@ enum LocationStore: RecordTable {
 
     static func tombstoneQuery(userID: String, id: UUID, at: Timestamp, stamp: Int64) -> PostgresQuery {
         """
-        UPDATE locations l SET deleted_at = \(at), updated_at = \(at), version = version + 1,
+        UPDATE locations l SET deleted_at = \(at), updated_at = \(at), hidden = false, version = version + 1,
                change_seq = \(stamp), changed_at = clock_timestamp()
         WHERE l.user_id = \(userID) AND l.id = \(id)
         RETURNING \(unsafeSQL: columns)
         """
     }
 
-    /// Moves every live location of a deleted category to `target`, each stamped with the later of
-    /// the delete's time and its own `updated_at` (openapi.yaml); version + 1.
-    static func moveAll(
-        _ connection: PostgresConnection, userID: String, from category: UUID, to target: UUID, at: Timestamp,
-        stamp: Int64
-    ) throws {
-        try connection.query(
-            """
-            UPDATE locations SET category_id = \(target), updated_at = GREATEST(updated_at, \(at)),
-                   version = version + 1, change_seq = \(stamp), changed_at = clock_timestamp()
-            WHERE user_id = \(userID) AND category_id = \(category) AND deleted_at IS NULL
-            """)
-    }
-
-    /// Tombstones every live location of a deleted category (stamped as in `moveAll`) and returns
-    /// their ids and image URLs, for the Storage clean-up.
-    static func tombstoneAll(
-        _ connection: PostgresConnection, userID: String, in category: UUID, at: Timestamp, stamp: Int64
+    /// Shows the locations placed in `category`, and in every deleted category whose reassign chain
+    /// passes through it, where its new state says (`CategoryGraph`): after it was deleted, deleted
+    /// again or came back. Each location that moves, hides or comes back gets version + 1 and the
+    /// stamp; its own clock (`updated_at`) stays. Returns the locations it hid, with their image
+    /// URLs, for the Storage clean-up.
+    static func follow(
+        _ connection: PostgresConnection, userID: String, category: UUID, stamp: Int64
     ) throws -> [(id: UUID, imageURLs: [String])] {
-        try connection.query(
-            """
-            UPDATE locations SET deleted_at = GREATEST(updated_at, \(at)), updated_at = GREATEST(updated_at, \(at)),
-                   version = version + 1, change_seq = \(stamp), changed_at = clock_timestamp()
-            WHERE user_id = \(userID) AND category_id = \(category) AND deleted_at IS NULL
-            RETURNING id, image_urls
-            """
-        ).map { row throws(PostgresError) in (try row.decode(0), try row.decode(1)) }
+        let graph = try CategoryGraph.load(connection, userID: userID)
+        var hidden: [(id: UUID, imageURLs: [String])] = []
+        for owner in graph.dependents(of: category) {
+            let placement = graph.placement(of: owner) ?? .hidden
+            let shown = placement.shownCategory(owner)
+            let isHidden = placement == .hidden
+            // The locations whose own last write named `owner`: live ones shown in it, live ones
+            // shown elsewhere, hidden ones (each through its index); those not already so.
+            let rows = try connection.query(
+                """
+                UPDATE locations l SET category_id = \(shown), own_category_id = \(placement.ownCategory(owner)),
+                       hidden = \(isHidden), deleted_at = CASE WHEN \(isHidden) THEN l.updated_at END,
+                       version = l.version + 1, change_seq = \(stamp), changed_at = clock_timestamp()
+                WHERE l.user_id = \(userID)
+                  AND ((l.deleted_at IS NULL AND l.own_category_id IS NULL AND l.category_id = \(owner))
+                       OR (l.deleted_at IS NULL AND l.own_category_id = \(owner))
+                       OR (l.hidden AND l.category_id = \(owner)))
+                  AND (l.hidden <> \(isHidden) OR l.category_id <> \(shown))
+                RETURNING l.id, l.image_urls
+                """)
+            guard isHidden else { continue }
+            for row in rows {
+                hidden.append((try row.decode(0), try row.decode(1)))
+            }
+        }
+        return hidden
     }
 
     /// How a deep page (offset at or beyond `deepOffset`, no text search) is read; such pages also

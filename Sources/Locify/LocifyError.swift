@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LocifyRules
 import Primitives
 
 /// One field-level problem: which field and what is wrong with it.
@@ -48,5 +49,25 @@ public enum LocifyError: Error, Sendable, Equatable {
     /// A field-level E001.
     package static func invalid(_ field: String, _ message: String) -> LocifyError {
         .invalidInput(FieldIssue(field: field, message: message))
+    }
+
+    /// The domain error of a shared rule's refusal (same code, field and message).
+    public init(_ violation: RuleViolation) {
+        switch violation {
+        case .invalidInput(let field, let reason): self = .invalid(field, reason)
+        case .invalidCoordinates(let field, let reason): self = .invalidCoordinates(FieldIssue(field: field, message: reason))
+        case .notFound(let what): self = .notFound(what)
+        }
+    }
+
+    /// Applies a shared rule (`LocifyRules`) to `value`; a refusal becomes the domain's error.
+    package static func applying<Value, Result>(
+        _ rule: (Value) throws(RuleViolation) -> Result, to value: Value
+    ) throws(LocifyError) -> Result {
+        do throws(RuleViolation) {
+            return try rule(value)
+        } catch {
+            throw LocifyError(error)
+        }
     }
 }

@@ -1,3 +1,4 @@
+import LocifyRules
 import Logging
 import Postgres
 import Primitives

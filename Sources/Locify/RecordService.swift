@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LocifyRules
 import Postgres
 import Primitives
 
@@ -23,16 +24,24 @@ struct RecordService<Table: RecordTable>: Sendable {
     }
 
     /// A create (POST, upsert when the id exists) or replace (PUT) under last-write-wins.
-    func write(_ caller: Caller, _ draft: Table.Draft, _ intent: LastWriteWins.Intent) throws -> WriteOutcome<Record> {
+    /// `afterWrite` runs when the write was stored over an existing record, in its transaction,
+    /// with the record before and after and the change stamp.
+    func write(
+        _ caller: Caller, _ draft: Table.Draft, _ intent: LastWriteWins.Intent,
+        afterWrite: (PostgresConnection, Record, Record, Int64) throws -> Void = { _, _, _, _ in }
+    ) throws -> WriteOutcome<Record> {
         if intent == .create, let created = try createFast(caller, draft) { return .created(created) }
         do {
-            return try writeInTransaction(caller, draft, intent)
+            return try writeInTransaction(caller, draft, intent, afterWrite: afterWrite)
         } catch {
             throw CategoryGuard.mapping(error)
         }
     }
 
-    private func writeInTransaction(_ caller: Caller, _ draft: Table.Draft, _ intent: LastWriteWins.Intent) throws -> WriteOutcome<Record> {
+    private func writeInTransaction(
+        _ caller: Caller, _ draft: Table.Draft, _ intent: LastWriteWins.Intent,
+        afterWrite: (PostgresConnection, Record, Record, Int64) throws -> Void
+    ) throws -> WriteOutcome<Record> {
         try pool.withTransaction { connection in
             let stamp = try AccountGate.beginWrite(connection, caller, now: now)
             let stored = try Table.find(connection, userID: caller.userID, id: draft.id)
@@ -48,7 +57,11 @@ struct RecordService<Table: RecordTable>: Sendable {
                     try Table.insert(
                         connection, userID: caller.userID, draft, at: at, createdAt: min(draft.createdAt ?? at, now), stamp: stamp)
                 },
-                overwrite: { at in try Table.overwrite(connection, userID: caller.userID, draft, at: at, stamp: stamp) })
+                overwrite: { stored, at in
+                    let written = try Table.overwrite(connection, userID: caller.userID, draft, over: stored, at: at, stamp: stamp)
+                    try afterWrite(connection, stored, written, stamp)
+                    return written
+                })
         }
     }
 
@@ -68,13 +81,13 @@ struct RecordService<Table: RecordTable>: Sendable {
         }
     }
 
-    /// DELETE: tombstones the record (idempotent) and returns the tombstone. `check` runs after
-    /// the account gate (a revoked token is 401 before a bad request is 400); `beforeTombstone`
-    /// runs when the delete wins, before the record is tombstoned, with the stored record, the
-    /// delete's time and the change stamp.
+    /// DELETE: tombstones the record (idempotent; a newer delete of a tombstone moves it to its
+    /// time) and returns the tombstone. `check` runs after the account gate (a revoked token is 401
+    /// before a bad request is 400); `afterTombstone` runs when the delete was stored, with the
+    /// record before it, the tombstone and the change stamp.
     func delete(
         _ caller: Caller, id: UUID, updatedAt: Timestamp?, check: () throws -> Void = {},
-        beforeTombstone: (PostgresConnection, Record, Timestamp, Int64) throws -> Void = { _, _, _, _ in }
+        afterTombstone: (PostgresConnection, Record, Record, Int64) throws -> Void = { _, _, _, _ in }
     ) throws -> Record {
         do {
             return try pool.withTransaction { connection in
@@ -84,8 +97,9 @@ struct RecordService<Table: RecordTable>: Sendable {
                 let decision = LastWriteWins.decide(
                     .delete, stored: stored?.clock, requested: updatedAt, sameContent: false, now: now())
                 return try decision.applyDelete(stored: stored) { at in
-                    if let stored { try beforeTombstone(connection, stored, at, stamp) }
-                    return try Table.tombstone(connection, userID: caller.userID, id: id, at: at, stamp: stamp)
+                    let tombstone = try Table.tombstone(connection, userID: caller.userID, id: id, at: at, stamp: stamp)
+                    if let stored { try afterTombstone(connection, stored, tombstone, stamp) }
+                    return tombstone
                 }
             }
         } catch {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LocifyRules
 import Postgres
 import Primitives
 
@@ -11,12 +12,21 @@ protocol RecordTable {
     associatedtype Draft: RecordDraft
     /// The row the table's statements return.
     typealias Record = Draft.Record
+    /// What a write needs to know besides its draft, worked out inside the write's transaction:
+    /// for a location, where it is shown (`CategoryGraph.Placement`); nothing for a category.
+    associatedtype Placement = Void
+
+    /// The placement of `draft`, read inside the write's transaction (`stored`: the record it
+    /// overwrites, if any); E007 when the draft refers to nothing the user has.
+    static func placement(_ connection: PostgresConnection, userID: String, of draft: Draft, stored: Record?) throws -> Placement
 
     /// The record or tombstone stored under `id`, if the user ever used that id.
     static func findQuery(userID: String, id: UUID) -> PostgresQuery
 
     /// Inserts the draft as a new record, version 1, stamped `stamp`; returns the record.
-    static func insertQuery(userID: String, _ draft: Draft, at: Timestamp, createdAt: Timestamp, stamp: Int64) -> PostgresQuery
+    static func insertQuery(
+        userID: String, _ draft: Draft, _ placement: Placement, at: Timestamp, createdAt: Timestamp, stamp: Int64
+    ) -> PostgresQuery
 
     /// The create fast path, one statement: takes the user's write lock and stamp (unless the
     /// account is missing or the token revoked) and inserts the record when its id is new;
@@ -24,7 +34,7 @@ protocol RecordTable {
     static func insertIfNewQuery(_ caller: Caller, _ draft: Draft, at: Timestamp, createdAt: Timestamp) -> PostgresQuery
 
     /// Replaces the editable fields (and revives a tombstone), version + 1; returns the record.
-    static func overwriteQuery(userID: String, _ draft: Draft, at: Timestamp, stamp: Int64) -> PostgresQuery
+    static func overwriteQuery(userID: String, _ draft: Draft, _ placement: Placement, at: Timestamp, stamp: Int64) -> PostgresQuery
 
     /// Turns the record into a tombstone deleted at `at`, version + 1; returns the tombstone.
     static func tombstoneQuery(userID: String, id: UUID, at: Timestamp, stamp: Int64) -> PostgresQuery
@@ -36,6 +46,11 @@ protocol RecordTable {
 
 /// The statements of `RecordTable`, run. Write functions run inside a transaction that began with
 /// `AccountGate.beginWrite`, whose change stamp they put on every row they touch.
+extension RecordTable where Placement == Void {
+    /// A category's writes need nothing besides the draft.
+    static func placement(_ connection: PostgresConnection, userID: String, of draft: Draft, stored: Record?) throws {}
+}
+
 extension RecordTable {
     /// The stored record or tombstone, if the id was ever used by this user.
     static func find(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Record? {
@@ -46,7 +61,9 @@ extension RecordTable {
     static func insert(
         _ connection: PostgresConnection, userID: String, _ draft: Draft, at: Timestamp, createdAt: Timestamp, stamp: Int64
     ) throws -> Record {
-        try Record.single(connection.query(insertQuery(userID: userID, draft, at: at, createdAt: createdAt, stamp: stamp)))
+        let placement = try placement(connection, userID: userID, of: draft, stored: nil)
+        return try Record.single(
+            connection.query(insertQuery(userID: userID, draft, placement, at: at, createdAt: createdAt, stamp: stamp)))
     }
 
     /// The create fast path (`insertIfNewQuery`); nil when it inserted nothing.
@@ -59,8 +76,11 @@ extension RecordTable {
     }
 
     /// Replaces the editable fields (and revives a tombstone): version + 1.
-    static func overwrite(_ connection: PostgresConnection, userID: String, _ draft: Draft, at: Timestamp, stamp: Int64) throws -> Record {
-        try Record.single(connection.query(overwriteQuery(userID: userID, draft, at: at, stamp: stamp)))
+    static func overwrite(
+        _ connection: PostgresConnection, userID: String, _ draft: Draft, over stored: Record, at: Timestamp, stamp: Int64
+    ) throws -> Record {
+        let placement = try placement(connection, userID: userID, of: draft, stored: stored)
+        return try Record.single(connection.query(overwriteQuery(userID: userID, draft, placement, at: at, stamp: stamp)))
     }
 
     /// Turns the record into a tombstone deleted at `at`: version + 1.

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LocifyRules
 import Postgres
 import Primitives
 
@@ -20,6 +21,8 @@ protocol StoredRecord: Sendable {
     var deletedAt: Timestamp? { get }
     /// The record as a live `RecordState` (`state` gives the tombstone instead when deleted).
     var liveState: RecordState { get }
+    /// The last-write-wins clock of the record's own last write.
+    var clock: LastWriteWins.Stored { get }
 }
 
 extension StoredRecord {
@@ -49,7 +52,7 @@ extension StoredRecord {
         return liveState
     }
 
-    /// The last-write-wins clock of the stored record.
+    /// The last-write-wins clock of a record whose state is its own last write.
     var clock: LastWriteWins.Stored { .init(updatedAt: updatedAt, isDeleted: deletedAt != nil) }
 }
 

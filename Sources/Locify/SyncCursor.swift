@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LocifyRules
 import Primitives
 
 /// Where a client stands in its user's change feed (openapi.yaml), opaque to the client.

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LocifyRules
 import Postgres
 import Primitives
 

@@ -4,6 +4,8 @@ import Postgres
 /// Periodically removes tombstones older than the retention (measured on the server's clock by
 /// `changed_at`, never on the client's `deleted_at`), in small batches so no long lock is held.
 /// A cursor issued before the horizon is refused with E009, so no client can miss a purged delete.
+/// A category tombstone stays while something still follows it: a location shown in its reassign
+/// target, or a deleted category reassigned to it (openapi.yaml, "Writes in any order").
 public final class TombstonePurger: Sendable {
     private let pool: ConnectionPool
     private let retentionSeconds: Int64
@@ -35,12 +37,19 @@ public final class TombstonePurger: Sendable {
         TombstonePurger.purge(pool: pool, retentionSeconds: retentionSeconds, logger: logger)
     }
 
+    /// The condition that keeps a category tombstone `t` that something still follows.
+    private static let followedCategory = """
+        AND NOT EXISTS (SELECT 1 FROM locations l
+                        WHERE l.user_id = t.user_id AND l.own_category_id = t.id AND l.deleted_at IS NULL)
+        AND NOT EXISTS (SELECT 1 FROM categories r WHERE r.user_id = t.user_id AND r.reassigned_to = t.id AND r.id <> t.id)
+        """
+
     @discardableResult
     private static func purge(pool: ConnectionPool, retentionSeconds: Int64, logger: Logger) -> Int {
         var removed = 0
         do {
             // Locations first: a category tombstone's removal cascades to its locations' rows.
-            for table in ["locations", "categories"] {
+            for (table, stillFollowed) in [("locations", ""), ("categories", followedCategory)] {
                 while true {
                     // Each batch also raises the owners' `purged_seq` to the highest stamp it removed,
                     // in the same statement, so the feed knows exactly which cursors lost a delete.
@@ -49,9 +58,10 @@ public final class TombstonePurger: Sendable {
                             """
                             WITH purged AS (
                                 DELETE FROM \(unsafeSQL: table) WHERE (user_id, id) IN (
-                                    SELECT user_id, id FROM \(unsafeSQL: table)
+                                    SELECT user_id, id FROM \(unsafeSQL: table) t
                                     WHERE deleted_at IS NOT NULL
                                       AND changed_at < now() - make_interval(secs => \(Double(retentionSeconds)))
+                                      \(unsafeSQL: stillFollowed)
                                     LIMIT \(batchSize))
                                 RETURNING user_id, change_seq
                             ), marked AS (

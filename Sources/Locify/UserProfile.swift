@@ -1,3 +1,4 @@
+import LocifyRules
 import Primitives
 
 /// The caller's profile as `GET /v1/users/me` returns it (openapi.yaml).

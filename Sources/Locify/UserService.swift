@@ -1,3 +1,4 @@
+import LocifyRules
 import Postgres
 import Primitives
 
@@ -35,7 +36,7 @@ public struct UserService: Sendable {
         try pool.withTransaction { connection in
             _ = try AccountGate.beginWrite(connection, caller, now: now)
             // Checked after the gate: a revoked token is 401 before a bad name is 400.
-            let name = try TextRules.name(raw, field: "name")
+            let name = try LocifyError.applying({ (raw) throws(RuleViolation) in try TextRules.name(raw, field: "name") }, to: raw)
             let rows = try connection.query(
                 """
                 UPDATE users u SET name = \(name), updated_at = \(now()) WHERE u.id = \(caller.userID)

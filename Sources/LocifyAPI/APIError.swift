@@ -2,16 +2,17 @@ import FirebaseAdmin
 import HTTPServer
 import JSON
 import Locify
+import LocifyRules
 import Postgres
 
 /// An error as the API reports it: code, status, message, optional field details and, for a
 /// conflict, the server's record (openapi.yaml). This file is the one place that maps the
-/// errors of every layer to HTTP statuses and error codes.
+/// errors of every layer to error codes, and through the shared table (`ErrorCode`) to statuses.
 public struct APIError: Error, Sendable {
     /// The API error code (`E001`-`E012`, `S001`-`S003`).
-    public var code: String
-    /// The HTTP status the code maps to.
-    public var status: HTTPStatus
+    public var code: ErrorCode
+    /// The HTTP status the code maps to (`ErrorCode.httpStatus`).
+    public var status: HTTPStatus { HTTPStatus(errorCode: code) }
     /// A human-readable message; never internal details.
     public var message: String
     /// Per-field problems, for validation errors.
@@ -21,13 +22,11 @@ public struct APIError: Error, Sendable {
     /// Extra response headers (`Allow`, `Retry-After`, `WWW-Authenticate`).
     public var headers: HTTPHeaders
 
-    /// An error with every part given.
+    /// An error with every part given; its status is the code's.
     public init(
-        code: String, status: HTTPStatus, message: String, details: [FieldIssue] = [], data: RecordState? = nil,
-        headers: HTTPHeaders = [:]
+        _ code: ErrorCode, message: String, details: [FieldIssue] = [], data: RecordState? = nil, headers: HTTPHeaders = [:]
     ) {
         self.code = code
-        self.status = status
         self.message = message
         self.details = details
         self.data = data
@@ -37,54 +36,52 @@ public struct APIError: Error, Sendable {
     // MARK: The error table of openapi.yaml
 
     static func invalidInput(_ field: String, _ message: String) -> APIError {
-        fieldError("E001", .badRequest, FieldIssue(field: field, message: message))
+        fieldError(.invalidInput, FieldIssue(field: field, message: message))
     }
 
     static func invalidUUID(_ field: String) -> APIError {
-        fieldError("E002", .badRequest, FieldIssue(field: field, message: "must be a UUID"))
+        fieldError(.invalidUUID, FieldIssue(field: field, message: "must be a UUID"))
     }
 
     /// E005 with the challenge of RFC 6750: bare `Bearer` when no credentials came,
     /// `error="invalid_token"` when they were refused. The message is the same for every reason.
     static func unauthenticated(credentialsSent: Bool) -> APIError {
         APIError(
-            code: "E005", status: .unauthorized, message: "missing or invalid Firebase ID token",
+            .unauthenticated, message: "missing or invalid Firebase ID token",
             headers: ["WWW-Authenticate": credentialsSent ? "Bearer error=\"invalid_token\"" : "Bearer"])
     }
 
-    static let routeNotFound = APIError(code: "E007", status: .notFound, message: "no such route")
+    static let routeNotFound = APIError(.notFound, message: "no such route")
 
     static func methodNotAllowed(_ allowed: [HTTPMethod]) -> APIError {
         APIError(
-            code: "E011", status: .methodNotAllowed, message: "method not allowed on this path",
+            .methodNotAllowed, message: "method not allowed on this path",
             headers: ["Allow": allowed.map(\.rawValue).joined(separator: ", ")])
     }
 
-    static let bodyTooLarge = APIError(code: "E010", status: .contentTooLarge, message: "request body too large")
+    static let bodyTooLarge = APIError(.bodyTooLarge, message: "request body too large")
 
-    static let unsupportedMediaType = APIError(
-        code: "E012", status: .unsupportedMediaType, message: "request body must be application/json")
+    static let unsupportedMediaType = APIError(.unsupportedMediaType, message: "request body must be application/json")
 
     static func rateLimited(retryAfterSeconds: Int) -> APIError {
         APIError(
-            code: "S001", status: .tooManyRequests, message: "rate limit exceeded",
+            .rateLimited, message: "rate limit exceeded",
             headers: ["Retry-After": String(retryAfterSeconds)])
     }
 
     /// S001 for a pull asking to wait while its user already has the most waits allowed
     /// (`LOCIFY_MAX_WAITS_PER_USER`): the client retries once one of them is answered.
     static let tooManyWaits = APIError(
-        code: "S001", status: .tooManyRequests, message: "too many waiting pulls for this user",
-        headers: ["Retry-After": "1"])
+        .rateLimited, message: "too many waiting pulls for this user", headers: ["Retry-After": "1"])
 
-    static let internalError = APIError(code: "S002", status: .internalServerError, message: "unexpected server error")
+    static let internalError = APIError(.internalError, message: "unexpected server error")
 
     static func unavailable(_ message: String = "temporarily unavailable, retry later") -> APIError {
-        APIError(code: "S003", status: .serviceUnavailable, message: message, headers: ["Retry-After": "1"])
+        APIError(.unavailable, message: message, headers: ["Retry-After": "1"])
     }
 
-    private static func fieldError(_ code: String, _ status: HTTPStatus, _ issue: FieldIssue) -> APIError {
-        APIError(code: code, status: status, message: "\(issue.field) \(issue.message)", details: [issue])
+    private static func fieldError(_ code: ErrorCode, _ issue: FieldIssue) -> APIError {
+        APIError(code, message: RuleViolation.message(field: issue.field, reason: issue.message), details: [issue])
     }
 }
 
@@ -92,20 +89,18 @@ extension APIError {
     /// The API rendering of a domain error.
     init(_ error: LocifyError) {
         switch error {
-        case .invalidInput(let issue): self = .fieldError("E001", .badRequest, issue)
-        case .invalidUUID(let issue): self = .fieldError("E002", .badRequest, issue)
-        case .invalidCoordinates(let issue): self = .fieldError("E003", .badRequest, issue)
+        case .invalidInput(let issue): self = .fieldError(.invalidInput, issue)
+        case .invalidUUID(let issue): self = .fieldError(.invalidUUID, issue)
+        case .invalidCoordinates(let issue): self = .fieldError(.invalidCoordinates, issue)
         case .missingField(let field):
-            self = .fieldError("E004", .badRequest, FieldIssue(field: field, message: "is required"))
+            self = .fieldError(.missingField, FieldIssue(field: field, message: "is required"))
         case .tokenRevoked: self = .unauthenticated(credentialsSent: true)
-        case .forbidden(let issue): self = .fieldError("E006", .forbidden, issue)
-        case .notFound(let what): self = APIError(code: "E007", status: .notFound, message: "\(what) not found")
+        case .forbidden(let issue): self = .fieldError(.forbidden, issue)
+        case .notFound(let what): self = APIError(.notFound, message: RuleViolation.message(notFound: what))
         case .conflict(let state):
-            self = APIError(
-                code: "E008", status: .conflict, message: "the server has a newer version of this record", data: state)
+            self = APIError(.conflict, message: "the server has a newer version of this record", data: state)
         case .cursorExpired:
-            self = APIError(
-                code: "E009", status: .gone, message: "sync cursor is older than the tombstone retention; resync from scratch")
+            self = APIError(.cursorExpired, message: "sync cursor is older than the tombstone retention; resync from scratch")
         }
     }
 
@@ -150,7 +145,7 @@ extension APIError {
         writer.key("error")
         writer.beginObject()
         writer.key("code")
-        writer.string(code)
+        writer.string(code.rawValue)
         writer.key("message")
         writer.string(message)
         if !details.isEmpty {
@@ -173,5 +168,25 @@ extension APIError {
         }
         writer.endObject()
         return writer.bytes
+    }
+}
+
+extension HTTPStatus {
+    /// The status of an API error code, as the shared table (`ErrorCode.httpStatus`) gives it.
+    init(errorCode: ErrorCode) {
+        switch errorCode.httpStatus {
+        case 400: self = .badRequest
+        case 401: self = .unauthorized
+        case 403: self = .forbidden
+        case 404: self = .notFound
+        case 405: self = .methodNotAllowed
+        case 409: self = .conflict
+        case 410: self = .gone
+        case 413: self = .contentTooLarge
+        case 415: self = .unsupportedMediaType
+        case 429: self = .tooManyRequests
+        case 503: self = .serviceUnavailable
+        default: self = .internalServerError
+        }
     }
 }

@@ -2,6 +2,7 @@ import FirebaseAdmin
 import FoundationEssentials
 import HTTPServer
 import Locify
+import LocifyRules
 import Logging
 import Postgres
 import Primitives

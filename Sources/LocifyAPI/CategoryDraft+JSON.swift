@@ -1,10 +1,11 @@
 import FoundationEssentials
 import JSON
 import Locify
+import LocifyRules
 
 extension CategoryDraft {
     /// Decodes a category body (openapi.yaml) into a draft the domain validates.
-    /// Each field's domain rule is applied as the field is read, so the first problem reported is
+    /// Each field's shared rule (`CategoryRules`) is applied as the field is read, so the first problem reported is
     /// the first in field order (id, user_id, name, icon, sync_status, created_at, updated_at).
     /// - Parameter pathID: the id from `PUT /v1/categories/{id}`; the body's id is then optional
     ///   but must match (E001 otherwise).
@@ -12,8 +13,10 @@ extension CategoryDraft {
         let fields = try FieldReader(body: body)
         let id = try fields.recordID(pathID: pathID)
         try fields.checkUserID(userID)
-        let name = try CategoryDraft.validName(fields.requiredString("name"))
-        let icon = try fields.optionalString("icon").map { (icon) throws(LocifyError) in try CategoryDraft.validIcon(icon) }
+        let name = try LocifyError.applying(CategoryRules.name, to: fields.requiredString("name"))
+        let icon = try fields.optionalString("icon").map { (icon) throws(LocifyError) in
+            try LocifyError.applying(CategoryRules.icon, to: icon)
+        }
         try fields.checkSyncStatus()
         let createdAt = try fields.optionalTimestamp("created_at")
         let updatedAt = try fields.optionalTimestamp("updated_at")

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import JSON
 import Locify
+import LocifyRules
 import Primitives
 
 /// Reads typed fields of a JSON request object, turning each wire-format violation into its

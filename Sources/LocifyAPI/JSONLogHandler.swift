@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import JSON
 import Locify
+import LocifyRules
 import Logging
 import Primitives
 

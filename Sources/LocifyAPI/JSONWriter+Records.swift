@@ -1,6 +1,7 @@
 import FoundationEssentials
 import JSON
 import Locify
+import LocifyRules
 import Primitives
 
 /// The JSON representation of the API's records (openapi.yaml): snake_case fields,

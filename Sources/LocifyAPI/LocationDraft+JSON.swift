@@ -1,10 +1,11 @@
 import FoundationEssentials
 import JSON
 import Locify
+import LocifyRules
 
 extension LocationDraft {
     /// Decodes a location body (openapi.yaml) into a draft the domain validates.
-    /// Each field's domain rule is applied as the field is read, so the first problem reported is
+    /// Each field's shared rule (`LocationRules`) is applied as the field is read, so the first problem reported is
     /// the first in field order (id, user_id, category_id, name, address, description, latitude,
     /// longitude, is_favorite, image_urls, sync_status, created_at, updated_at).
     /// - Parameter pathID: the id from `PUT /v1/locations/{id}`; the body's id is then optional
@@ -14,17 +15,17 @@ extension LocationDraft {
         let id = try fields.recordID(pathID: pathID)
         try fields.checkUserID(userID)
         let categoryID = try fields.requiredUUID("category_id")
-        let name = try LocationDraft.validName(fields.requiredString("name"))
+        let name = try LocifyError.applying(LocationRules.name, to: fields.requiredString("name"))
         let address = try fields.optionalString("address").flatMap { (text) throws(LocifyError) in
-            try LocationDraft.validAddress(text)
+            try LocifyError.applying(LocationRules.address, to: text)
         }
         let description = try fields.optionalString("description").flatMap { (text) throws(LocifyError) in
-            try LocationDraft.validDescription(text)
+            try LocifyError.applying(LocationRules.description, to: text)
         }
-        let latitude = try LocationDraft.validLatitude(fields.requiredNumber("latitude"))
-        let longitude = try LocationDraft.validLongitude(fields.requiredNumber("longitude"))
+        let latitude = try LocifyError.applying(LocationRules.latitude, to: fields.requiredNumber("latitude"))
+        let longitude = try LocifyError.applying(LocationRules.longitude, to: fields.requiredNumber("longitude"))
         let isFavorite = try fields.bool("is_favorite", default: false)
-        let imageURLs = try LocationDraft.validImageURLs(fields.stringArray("image_urls"))
+        let imageURLs = try LocifyError.applying(LocationRules.imageURLs, to: fields.stringArray("image_urls"))
         try fields.checkSyncStatus()
         let createdAt = try fields.optionalTimestamp("created_at")
         let updatedAt = try fields.optionalTimestamp("updated_at")

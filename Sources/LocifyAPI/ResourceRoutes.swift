@@ -3,6 +3,7 @@ import FoundationEssentials
 import HTTPServer
 import JSON
 import Locify
+import LocifyRules
 import Primitives
 
 /// The handlers of `/v1/categories` and `/v1/locations` (openapi.yaml).

@@ -170,7 +170,7 @@ extension JSONWriter {
         key("error")
         beginObject()
         key("code")
-        string(error.code)
+        string(error.code.rawValue)
         key("message")
         string(error.message)
         endObject()

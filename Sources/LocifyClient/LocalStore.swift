@@ -1,94 +1,100 @@
 import Foundation
 
-/// Where a ``SyncEngine`` keeps the device's copy of the user's data, its outbox and its cursor.
-/// Two operations: read everything once at start, then commit each change set atomically (all of
-/// it or none: a crash between two commits leaves the last committed state). ``InMemoryStore`` and
-/// ``FileStore`` ship; an app can implement this on SwiftData or SQLite (one transaction per
-/// ``commit(_:)``).
+/// Where a ``SyncEngine`` keeps the device's copy of the user's data: one row per record, the
+/// outbox, the change feed's cursor and the user the copy belongs to.
+///
+/// The engine reads records one at a time or by query (it never loads the whole copy) and writes
+/// each change set with one ``commit(_:)``, which must be atomic: all of it or none, so a crash
+/// between two commits leaves the last committed state. Methods are synchronous and quick (an
+/// indexed read, one small transaction); they are called from the engine's actor.
+/// ``SQLiteStore`` is the store for an app; ``InMemoryStore`` is for tests and previews.
 public protocol LocalStore: Sendable {
-    /// Everything committed so far (an empty snapshot the first time).
-    func load() async throws -> LocalSnapshot
+    /// The cursor, the next outbox id and the user of the copy.
+    func metadata() throws -> StoreMetadata
+    /// One live category (``Category/locationCount`` as the server last sent it; ``categories()``
+    /// counts the local locations).
+    func category(id: UUID) throws -> Category?
+    /// One live location.
+    func location(id: UUID) throws -> Location?
+    /// Every live category, by name (case-insensitive) then id, with counts.
+    func categories() throws -> [Category]
+    /// The live locations `query` selects, in its order.
+    func locations(_ query: LocalQuery) throws -> [Location]
+    /// The ids of the live locations of category `id`.
+    func locationIDs(inCategory id: UUID) throws -> [UUID]
+    /// Every pending outbox entry, in the order made.
+    func outbox() throws -> [OutboxEntry]
     /// Applies `changes` atomically.
-    func commit(_ changes: LocalChanges) async throws
+    func commit(_ changes: LocalChanges) throws
+    /// Removes everything: records, outbox, cursor and user.
+    func erase() throws
 }
 
-/// The device's whole sync state: records, outbox, cursor.
-public struct LocalSnapshot: Codable, Sendable, Hashable {
-    /// The live categories, by id (unsynced local ones included).
-    public var categories: [UUID: Category]
-    /// The live locations, by id.
-    public var locations: [UUID: Location]
-    /// Local changes not yet acknowledged by the server, in the order they were made.
-    public var outbox: [OutboxEntry]
-    /// The change feed's cursor; nil before the first pull (or after E009).
+/// What a store keeps beside the records.
+public struct StoreMetadata: Sendable, Hashable {
+    /// The change feed's cursor; nil before the first pull (or after a resync began).
     public var cursor: String?
     /// The id the next outbox entry gets.
     public var nextOutboxID: Int64
+    /// The user (the token's `sub`) whose copy this is; nil until the first sync binds it.
+    public var userID: String?
 
-    /// A snapshot with these parts; the default is the empty state of a first launch.
-    public init(
-        categories: [UUID: Category] = [:], locations: [UUID: Location] = [:], outbox: [OutboxEntry] = [],
-        cursor: String? = nil, nextOutboxID: Int64 = 1
-    ) {
-        self.categories = categories
-        self.locations = locations
-        self.outbox = outbox
+    /// Metadata with these values (the default is a new store's).
+    public init(cursor: String? = nil, nextOutboxID: Int64 = 1, userID: String? = nil) {
         self.cursor = cursor
         self.nextOutboxID = nextOutboxID
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case categories, locations, outbox, cursor
-        case nextOutboxID = "next_outbox_id"
-    }
-
-    /// Decodes the form ``encode(to:)`` writes (records as arrays; a repeated id keeps the last one).
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        let categories = try container.decode([Category].self, forKey: .categories)
-        let locations = try container.decode([Location].self, forKey: .locations)
-        self.categories = Dictionary(categories.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
-        self.locations = Dictionary(locations.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
-        outbox = try container.decode([OutboxEntry].self, forKey: .outbox)
-        cursor = try container.decodeIfPresent(String.self, forKey: .cursor)
-        nextOutboxID = try container.decode(Int64.self, forKey: .nextOutboxID)
-    }
-
-    /// Encodes the records as arrays sorted by id, so the same state always gives the same JSON.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(categories.values.sorted { $0.id.uuidString < $1.id.uuidString }, forKey: .categories)
-        try container.encode(locations.values.sorted { $0.id.uuidString < $1.id.uuidString }, forKey: .locations)
-        try container.encode(outbox, forKey: .outbox)
-        try container.encodeIfPresent(cursor, forKey: .cursor)
-        try container.encode(nextOutboxID, forKey: .nextOutboxID)
-    }
-
-    /// Applies one change set (what ``LocalStore/commit(_:)`` makes durable).
-    public mutating func apply(_ changes: LocalChanges) {
-        for id in changes.removedCategoryIDs { categories[id] = nil }
-        for id in changes.removedLocationIDs { locations[id] = nil }
-        for category in changes.upsertedCategories { categories[category.id] = category }
-        for location in changes.upsertedLocations { locations[location.id] = location }
-        if !changes.removedOutboxIDs.isEmpty {
-            let removed = Set(changes.removedOutboxIDs)
-            outbox.removeAll { removed.contains($0.id) }
-        }
-        for entry in changes.upsertedOutbox {
-            if let index = outbox.firstIndex(where: { $0.id == entry.id }) {
-                outbox[index] = entry
-            } else {
-                outbox.append(entry)
-            }
-        }
-        outbox.sort { $0.id < $1.id }
-        if let cursor = changes.cursor { self.cursor = cursor.value }
-        if let next = changes.nextOutboxID { nextOutboxID = max(nextOutboxID, next) }
+        self.userID = userID
     }
 }
 
-/// One atomic change of a ``LocalSnapshot``: removals are applied before upserts.
+/// A query on the local locations: filters, order and page, as the server's listing has them.
+public struct LocalQuery: Sendable, Hashable {
+    /// Only the locations of this category.
+    public var categoryID: UUID?
+    /// Only favourites (true) or only the others (false); nil for both.
+    public var isFavorite: Bool?
+    /// The order (default: newest `created_at` first, then id).
+    public var sort: LocifyAPIClient.LocationQuery.Sort
+    /// At most this many (nil: all).
+    public var limit: Int?
+    /// Skip this many first.
+    public var offset: Int
+
+    /// A query; the defaults select every live location, newest first.
+    public init(
+        categoryID: UUID? = nil, isFavorite: Bool? = nil, sort: LocifyAPIClient.LocationQuery.Sort = .createdAt,
+        limit: Int? = nil, offset: Int = 0
+    ) {
+        self.categoryID = categoryID
+        self.isFavorite = isFavorite
+        self.sort = sort
+        self.limit = limit
+        self.offset = offset
+    }
+
+    /// Whether `location` passes the filters.
+    func matches(_ location: Location) -> Bool {
+        (categoryID == nil || location.categoryID == categoryID) && (isFavorite == nil || location.isFavorite == isFavorite)
+    }
+
+    /// Whether `a` comes before `b` in this query's order (the server's: ties broken by id).
+    func precedes(_ a: Location, _ b: Location) -> Bool {
+        switch sort {
+        case .createdAt:
+            return (a.createdAt.locifyMilliseconds, a.id.lowercased) > (b.createdAt.locifyMilliseconds, b.id.lowercased)
+        case .updatedAt:
+            return (a.updatedAt.locifyMilliseconds, a.id.lowercased) > (b.updatedAt.locifyMilliseconds, b.id.lowercased)
+        case .name:
+            return (a.name.lowercased(), a.id.lowercased) < (b.name.lowercased(), b.id.lowercased)
+        }
+    }
+}
+
+/// One atomic change of a store. Applied in this order: `resetRecords`, record removals, record
+/// upserts, outbox removals, outbox writes, metadata.
 public struct LocalChanges: Sendable, Hashable {
+    /// When set, every record not named in it is removed first (the start of a snapshot pull).
+    public var resetRecords: RecordReset?
     /// Categories to insert or replace, by id.
     public var upsertedCategories: [Category] = []
     /// Categories to remove (absent ids are ignored).
@@ -103,8 +109,18 @@ public struct LocalChanges: Sendable, Hashable {
     public var removedOutboxIDs: [Int64] = []
     /// A new cursor (`.init(value: nil)` forgets it), or nil to keep it.
     public var cursor: CursorChange?
-    /// A new value for ``LocalSnapshot/nextOutboxID`` (it never decreases), or nil to keep it.
+    /// A new value for ``StoreMetadata/nextOutboxID`` (it never decreases), or nil to keep it.
     public var nextOutboxID: Int64?
+    /// The user the copy now belongs to, or nil to keep it.
+    public var userID: String?
+
+    /// The records a reset keeps (those with pending changes).
+    public struct RecordReset: Sendable, Hashable {
+        /// Categories kept.
+        public var keptCategoryIDs: Set<UUID>
+        /// Locations kept.
+        public var keptLocationIDs: Set<UUID>
+    }
 
     /// A cursor to store (nil: none, start from a snapshot).
     public struct CursorChange: Sendable, Hashable {
@@ -121,60 +137,133 @@ public struct LocalChanges: Sendable, Hashable {
     public var isEmpty: Bool { self == LocalChanges() }
 }
 
-/// Keeps the snapshot in memory: for tests, previews, and apps that persist elsewhere.
-public actor InMemoryStore: LocalStore {
+/// The device's whole sync state as one value: what ``InMemoryStore`` holds, and what
+/// ``SyncEngine/localSnapshot()`` reads out (for tests and debugging; an app queries instead).
+public struct LocalSnapshot: Sendable, Hashable {
+    /// The live categories, by id (unsynced local ones included).
+    public var categories: [UUID: Category]
+    /// The live locations, by id.
+    public var locations: [UUID: Location]
+    /// Local changes not yet acknowledged by the server, in the order they were made.
+    public var outbox: [OutboxEntry]
+    /// The cursor, next outbox id and user.
+    public var metadata: StoreMetadata
+
+    /// The change feed's cursor.
+    public var cursor: String? { metadata.cursor }
+
+    /// A snapshot with these parts; the default is the empty state of a first launch.
+    public init(
+        categories: [UUID: Category] = [:], locations: [UUID: Location] = [:], outbox: [OutboxEntry] = [],
+        metadata: StoreMetadata = StoreMetadata()
+    ) {
+        self.categories = categories
+        self.locations = locations
+        self.outbox = outbox
+        self.metadata = metadata
+    }
+
+    /// Applies one change set (what ``LocalStore/commit(_:)`` makes durable).
+    public mutating func apply(_ changes: LocalChanges) {
+        if let reset = changes.resetRecords {
+            categories = categories.filter { reset.keptCategoryIDs.contains($0.key) }
+            locations = locations.filter { reset.keptLocationIDs.contains($0.key) }
+        }
+        for id in changes.removedCategoryIDs { categories[id] = nil }
+        for id in changes.removedLocationIDs { locations[id] = nil }
+        for category in changes.upsertedCategories { categories[category.id] = category }
+        for location in changes.upsertedLocations { locations[location.id] = location }
+        if !changes.removedOutboxIDs.isEmpty || !changes.upsertedOutbox.isEmpty {
+            var byID = Dictionary(outbox.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+            for id in changes.removedOutboxIDs { byID[id] = nil }
+            for entry in changes.upsertedOutbox { byID[entry.id] = entry }
+            outbox = byID.values.sorted { $0.id < $1.id }
+        }
+        if let cursor = changes.cursor { metadata.cursor = cursor.value }
+        if let next = changes.nextOutboxID { metadata.nextOutboxID = max(metadata.nextOutboxID, next) }
+        if let userID = changes.userID { metadata.userID = userID }
+    }
+}
+
+/// Keeps everything in memory: for tests, previews, and apps that persist elsewhere.
+public final class InMemoryStore: LocalStore, @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
     private var snapshot: LocalSnapshot
+    /// When set, the next commits fail with it (for tests of store failures).
+    private var failure: (any Error)?
 
     /// A store starting from `snapshot` (empty by default).
     public init(_ snapshot: LocalSnapshot = LocalSnapshot()) {
         self.snapshot = snapshot
     }
 
-    /// The snapshot held in memory.
-    public func load() async throws -> LocalSnapshot { snapshot }
-
-    /// Applies `changes` to the snapshot in memory.
-    public func commit(_ changes: LocalChanges) async throws {
-        snapshot.apply(changes)
-    }
-}
-
-/// Keeps the snapshot in one JSON file, rewritten atomically (a temporary file renamed over it)
-/// at every commit. Simple and crash-safe; for tens of thousands of records use SQLite.
-public actor FileStore: LocalStore {
-    /// The JSON file.
-    public let url: URL
-    private var snapshot: LocalSnapshot?
-
-    /// - Parameter url: the file (created at the first commit; its folder must exist).
-    public init(url: URL) {
-        self.url = url
+    private func locked<Result>(_ body: (inout LocalSnapshot) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&snapshot)
     }
 
-    /// Reads the file the first time (an empty snapshot if it does not exist yet), then returns the
-    /// state held in memory.
-    ///
-    /// - Throws: The file's read or decoding error.
-    public func load() async throws -> LocalSnapshot {
-        if let snapshot { return snapshot }
-        let loaded: LocalSnapshot
-        if FileManager.default.fileExists(atPath: url.path) {
-            loaded = try JSONCoding.decoder.decode(LocalSnapshot.self, from: Data(contentsOf: url))
-        } else {
-            loaded = LocalSnapshot()
+    /// The whole state held.
+    public var contents: LocalSnapshot { locked { $0 } }
+
+    /// Makes every following commit fail with `error` (nil: succeed again).
+    public func failCommits(with error: (any Error)?) {
+        lock.lock()
+        failure = error
+        lock.unlock()
+    }
+
+    /// The cursor, next outbox id and user.
+    public func metadata() throws -> StoreMetadata { locked { $0.metadata } }
+
+    /// One live category.
+    public func category(id: UUID) throws -> Category? {
+        locked { $0.categories[id] }
+    }
+
+    /// One live location.
+    public func location(id: UUID) throws -> Location? { locked { $0.locations[id] } }
+
+    /// Every live category, by name then id, counted.
+    public func categories() throws -> [Category] {
+        locked { snapshot in
+            var counts: [UUID: Int] = [:]
+            for location in snapshot.locations.values { counts[location.categoryID, default: 0] += 1 }
+            return snapshot.categories.values.map { category in
+                var category = category
+                category.locationCount = counts[category.id] ?? 0
+                return category
+            }
+            .sorted { ($0.name.lowercased(), $0.id.lowercased) < ($1.name.lowercased(), $1.id.lowercased) }
         }
-        snapshot = loaded
-        return loaded
     }
 
-    /// Applies `changes` and rewrites the whole file atomically; the state in memory changes only once
-    /// the file is written.
-    ///
-    /// - Throws: The file's encoding or write error (the file then keeps the previous state).
-    public func commit(_ changes: LocalChanges) async throws {
-        var next = try await load()
-        next.apply(changes)
-        try JSONCoding.encoder.encode(next).write(to: url, options: .atomic)
-        snapshot = next
+    /// The live locations `query` selects, in its order.
+    public func locations(_ query: LocalQuery) throws -> [Location] {
+        let sorted = locked { $0.locations.values.filter(query.matches) }.sorted(by: query.precedes)
+        let page = sorted.dropFirst(query.offset)
+        return Array(query.limit.map { page.prefix($0) } ?? page)
+    }
+
+    /// The ids of the live locations of category `id`.
+    public func locationIDs(inCategory id: UUID) throws -> [UUID] {
+        locked { $0.locations.values.filter { $0.categoryID == id }.map(\.id) }
+    }
+
+    /// The pending outbox entries, in the order made.
+    public func outbox() throws -> [OutboxEntry] { locked { $0.outbox } }
+
+    /// Applies `changes` atomically (or throws what ``failCommits(with:)`` set).
+    public func commit(_ changes: LocalChanges) throws {
+        try locked { snapshot in
+            if let failure { throw failure }
+            snapshot.apply(changes)
+        }
+    }
+
+    /// Removes everything.
+    public func erase() throws {
+        locked { $0 = LocalSnapshot() }
     }
 }

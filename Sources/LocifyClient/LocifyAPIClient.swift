@@ -86,7 +86,7 @@ public struct LocifyAPIClient: Sendable {
     /// `reassignTo`. `updatedAt` is when the user deleted it (a newer server record wins: E008).
     public func deleteCategory(id: UUID, updatedAt: Date? = nil, reassignTo: UUID? = nil) async throws {
         var query: [(String, String)] = []
-        if let updatedAt { query.append(("updated_at", RFC3339.format(milliseconds: updatedAt.locifyMilliseconds))) }
+        if let updatedAt { query.append(("updated_at", updatedAt.rfc3339)) }
         if let reassignTo { query.append(("reassign_category_id", reassignTo.lowercased)) }
         _ = try await send(.delete, "/v1/categories/\(id.lowercased)", query: query, kind: .category)
     }
@@ -154,7 +154,7 @@ public struct LocifyAPIClient: Sendable {
     /// `DELETE /v1/locations/{id}`; `updatedAt` is when the user deleted it.
     public func deleteLocation(id: UUID, updatedAt: Date? = nil) async throws {
         var query: [(String, String)] = []
-        if let updatedAt { query.append(("updated_at", RFC3339.format(milliseconds: updatedAt.locifyMilliseconds))) }
+        if let updatedAt { query.append(("updated_at", updatedAt.rfc3339)) }
         _ = try await send(.delete, "/v1/locations/\(id.lowercased)", query: query, kind: .location)
     }
 
@@ -163,9 +163,14 @@ public struct LocifyAPIClient: Sendable {
     /// `POST /v1/sync/push`: at most ``ServerInfo/maxPushChanges`` changes, one result each, in
     /// the order sent. Replaying a batch whose answer was lost is safe.
     public func push(_ changes: [PushChange]) async throws -> [PushResult] {
+        try await push(changes, asUser: nil)
+    }
+
+    /// `push`, sent only with a token of `user` (else ``LocifyError/wrongAccount(storeUser:tokenUser:)``).
+    func push(_ changes: [PushChange], asUser user: String?) async throws -> [PushResult] {
         struct Request: Encodable { var changes: [PushChange] }
         struct Response: Decodable { var results: [PushResult] }
-        let response: Response = try await decode(.post, "/v1/sync/push", body: Request(changes: changes))
+        let response: Response = try await decode(.post, "/v1/sync/push", body: Request(changes: changes), asUser: user)
         guard response.results.count == changes.count else {
             throw LocifyError.unexpectedResponse(
                 status: 200, body: "\(response.results.count) results for \(changes.count) changes")
@@ -176,9 +181,32 @@ public struct LocifyAPIClient: Sendable {
     /// `GET /v1/sync/changes`: without `since` a snapshot, with it the changes after that cursor.
     /// ``LocifyError/cursorExpired(_:)`` (E009) means: start again without `since`.
     public func pull(since cursor: String?, limit: Int = 500) async throws -> FeedPage {
+        try await pull(since: cursor, limit: limit, asUser: nil)
+    }
+
+    /// `pull`, sent only with a token of `user` (else ``LocifyError/wrongAccount(storeUser:tokenUser:)``).
+    func pull(since cursor: String?, limit: Int, asUser user: String?) async throws -> FeedPage {
         var query = [("limit", String(limit))]
         if let cursor { query.append(("since", cursor)) }
-        return try await decode(.get, "/v1/sync/changes", query: query)
+        return try await decode(.get, "/v1/sync/changes", query: query, asUser: user)
+    }
+
+    /// The user of the current token (its `sub` claim, read without verifying: the server
+    /// verifies), or of `GET /v1/users/me` when the token is not a readable JWT.
+    public func currentUserID() async throws -> String {
+        if let user = Self.subject(ofToken: try await token(forceRefresh: false)) { return user }
+        return try await me().id
+    }
+
+    /// The `sub` claim of a JWT, or nil when `token` is not one.
+    static func subject(ofToken token: String) -> String? {
+        struct Claims: Decodable { var sub: String }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return nil }
+        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64) else { return nil }
+        return try? JSONDecoder().decode(Claims.self, from: data).sub
     }
 
     /// `GET /v1/info`: the limits a client must respect.
@@ -223,13 +251,14 @@ extension LocifyAPIClient {
     }
 
     func decode<Response: Decodable>(
-        _ method: Method, _ path: String, query: [(String, String)] = [], kind: RecordKind? = nil
+        _ method: Method, _ path: String, query: [(String, String)] = [], kind: RecordKind? = nil, asUser user: String? = nil
     ) async throws -> Response {
-        try await decode(method, path, query: query, body: Optional<Data>.none, kind: kind)
+        try await decode(method, path, query: query, body: Optional<Data>.none, kind: kind, asUser: user)
     }
 
     func decode<Response: Decodable, Body: Encodable>(
-        _ method: Method, _ path: String, query: [(String, String)] = [], body: Body?, kind: RecordKind? = nil
+        _ method: Method, _ path: String, query: [(String, String)] = [], body: Body?, kind: RecordKind? = nil,
+        asUser user: String? = nil
     ) async throws -> Response {
         let encoded: Data?
         do {
@@ -237,7 +266,7 @@ extension LocifyAPIClient {
         } catch {
             throw LocifyError.unexpectedResponse(status: 0, body: "request not encodable: \(error)")
         }
-        let data = try await send(method, path, query: query, body: encoded, kind: kind)
+        let data = try await send(method, path, query: query, body: encoded, kind: kind, asUser: user)
         do {
             return try JSONCoding.decoder.decode(Response.self, from: data)
         } catch {
@@ -245,23 +274,32 @@ extension LocifyAPIClient {
         }
     }
 
+    /// A token from the app, its failures as ``LocifyError``s.
+    private func token(forceRefresh: Bool) async throws -> String {
+        do {
+            return try await self.token(forceRefresh)
+        } catch is CancellationError {
+            throw LocifyError.cancelled
+        } catch let error as LocifyError {
+            throw error
+        } catch {
+            throw LocifyError.tokenUnavailable(String(describing: error))
+        }
+    }
+
     /// Sends one request with a token, refreshing the token once on 401, and returns the body of
-    /// a 2xx answer; anything else is thrown as a ``LocifyError``.
+    /// a 2xx answer; anything else is thrown as a ``LocifyError``. With `user`, a token of another
+    /// user is never sent.
     func send(
-        _ method: Method, _ path: String, query: [(String, String)] = [], body: Data? = nil, kind: RecordKind? = nil
+        _ method: Method, _ path: String, query: [(String, String)] = [], body: Data? = nil, kind: RecordKind? = nil,
+        asUser user: String? = nil
     ) async throws -> Data {
         var forceRefresh = false
         while true {
             try checkCancellation()
-            let token: String
-            do {
-                token = try await self.token(forceRefresh)
-            } catch is CancellationError {
-                throw LocifyError.cancelled
-            } catch let error as LocifyError {
-                throw error
-            } catch {
-                throw LocifyError.tokenUnavailable(String(describing: error))
+            let token = try await self.token(forceRefresh: forceRefresh)
+            if let user, let tokenUser = Self.subject(ofToken: token), tokenUser != user {
+                throw LocifyError.wrongAccount(storeUser: user, tokenUser: tokenUser)
             }
             let request = try makeRequest(method, path, query: query, body: body, token: token)
             let (data, response) = try await perform(request)

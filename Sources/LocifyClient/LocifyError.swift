@@ -1,4 +1,5 @@
 import Foundation
+import LocifyRules
 
 /// What the server said about a refused request: `{"error": {"code", "message", "details"}}`.
 public struct ServerError: Sendable, Hashable {
@@ -76,6 +77,12 @@ public enum LocifyError: Error, Sendable, Hashable {
     case cancelled
     /// The app's token closure threw (e.g. no signed-in user); the request was not sent.
     case tokenUnavailable(String)
+    /// The local store failed (disk full, a damaged or newer-version file). Not transient: the
+    /// app reports it and may call ``SyncEngine/reset()`` to start again from the server.
+    case storeFailed(String)
+    /// The local store belongs to another user than the current token's: nothing was sent
+    /// (sign the other user out, or ``SyncEngine/reset()`` the store).
+    case wrongAccount(storeUser: String, tokenUser: String)
 
     /// The contract's error code, when the server gave one.
     public var code: String? { serverError?.code }
@@ -90,7 +97,7 @@ public enum LocifyError: Error, Sendable, Hashable {
             return error
         case .conflict(let error, _), .rateLimited(let error, _), .unavailable(let error, _):
             return error
-        case .unexpectedResponse, .network, .cancelled, .tokenUnavailable:
+        case .unexpectedResponse, .network, .cancelled, .tokenUnavailable, .storeFailed, .wrongAccount:
             return nil
         }
     }
@@ -106,28 +113,29 @@ public enum LocifyError: Error, Sendable, Hashable {
     /// The case for `error`'s code. `conflictRecord` is the E008 `data`; without it an E008 is
     /// reported as an unexpected response (the contract always sends it).
     public init(_ error: ServerError, conflictRecord: RecordState? = nil, retryAfter: Int? = nil) {
-        switch error.code {
-        case "E001": self = .invalidInput(error)
-        case "E002": self = .invalidUUID(error)
-        case "E003": self = .invalidCoordinates(error)
-        case "E004": self = .missingField(error)
-        case "E005": self = .unauthorized(error)
-        case "E006": self = .forbidden(error)
-        case "E007": self = .notFound(error)
-        case "E008":
+        // The codes come from the table the server answers with (LocifyRules' ErrorCode).
+        switch ErrorCode(rawValue: error.code) {
+        case .invalidInput?: self = .invalidInput(error)
+        case .invalidUUID?: self = .invalidUUID(error)
+        case .invalidCoordinates?: self = .invalidCoordinates(error)
+        case .missingField?: self = .missingField(error)
+        case .unauthenticated?: self = .unauthorized(error)
+        case .forbidden?: self = .forbidden(error)
+        case .notFound?: self = .notFound(error)
+        case .conflict?:
             if let conflictRecord {
                 self = .conflict(error, serverRecord: conflictRecord)
             } else {
                 self = .unexpectedResponse(status: error.status, body: "E008 without the server's record")
             }
-        case "E009": self = .cursorExpired(error)
-        case "E010": self = .payloadTooLarge(error)
-        case "E011": self = .methodNotAllowed(error)
-        case "E012": self = .unsupportedMediaType(error)
-        case "S001": self = .rateLimited(error, retryAfter: retryAfter)
-        case "S002": self = .serverError(error)
-        case "S003": self = .unavailable(error, retryAfter: retryAfter)
-        default: self = .unknownCode(error)
+        case .cursorExpired?: self = .cursorExpired(error)
+        case .bodyTooLarge?: self = .payloadTooLarge(error)
+        case .methodNotAllowed?: self = .methodNotAllowed(error)
+        case .unsupportedMediaType?: self = .unsupportedMediaType(error)
+        case .rateLimited?: self = .rateLimited(error, retryAfter: retryAfter)
+        case .internalError?: self = .serverError(error)
+        case .unavailable?: self = .unavailable(error, retryAfter: retryAfter)
+        case nil: self = .unknownCode(error)
         }
     }
 
@@ -168,5 +176,20 @@ private enum ConflictData {
         case .category: return try JSONCoding.decoder.decode(Envelope<CategoryOrTombstone>.self, from: body).data.state
         case .location: return try JSONCoding.decoder.decode(Envelope<LocationOrTombstone>.self, from: body).data.state
         }
+    }
+}
+
+extension LocifyError {
+    /// The error the server answers a write the shared rules refuse with: the same code, status,
+    /// message and field detail (LocifyRules' `RuleViolation`), raised before the edit is queued.
+    public init(_ violation: RuleViolation) {
+        var details: [ServerError.FieldDetail] = []
+        switch violation {
+        case .invalidInput(let field, let reason), .invalidCoordinates(let field, let reason):
+            details = [ServerError.FieldDetail(field: field, message: reason)]
+        case .notFound:
+            break
+        }
+        self.init(ServerError(status: violation.code.httpStatus, code: violation.code.rawValue, message: violation.message, details: details))
     }
 }

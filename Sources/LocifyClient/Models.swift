@@ -1,4 +1,5 @@
 import Foundation
+import LocifyRules
 
 /// `Category` under a name no other module uses: on Apple platforms the Objective-C runtime also
 /// declares a `Category`, which makes the plain name ambiguous in a file importing Foundation
@@ -71,9 +72,6 @@ public struct Category: Codable, Sendable, Hashable, Identifiable {
         createdAt = try container.decode(Date.self, forKey: .createdAt)
         updatedAt = try container.decode(Date.self, forKey: .updatedAt)
     }
-
-    /// The editable content, the part last-write-wins compares at equal times.
-    var content: CategoryWrite { CategoryWrite(id: id, name: name, icon: icon, updatedAt: updatedAt) }
 }
 
 /// A location as the server stores it (and as the local store keeps it).
@@ -153,14 +151,6 @@ public struct Location: Codable, Sendable, Hashable, Identifiable {
         version = try container.decodeIfPresent(Int.self, forKey: .version) ?? 0
         createdAt = try container.decode(Date.self, forKey: .createdAt)
         updatedAt = try container.decode(Date.self, forKey: .updatedAt)
-    }
-
-    /// The editable content, the part last-write-wins compares at equal times.
-    var content: LocationWrite {
-        LocationWrite(
-            id: id, categoryID: categoryID, name: name, address: address, description: description,
-            latitude: latitude, longitude: longitude, isFavorite: isFavorite, imageURLs: imageURLs,
-            updatedAt: updatedAt)
     }
 }
 
@@ -359,10 +349,10 @@ enum JSONCoding {
         decoder.dateDecodingStrategy = .custom { decoder in
             let container = try decoder.singleValueContainer()
             let text = try container.decode(String.self)
-            guard let milliseconds = RFC3339.parse(text) else {
+            guard let timestamp = Timestamp(rfc3339: text) else {
                 throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an RFC 3339 date-time: \(text)")
             }
-            return Date(locifyMilliseconds: milliseconds)
+            return Date(locifyMilliseconds: timestamp.milliseconds)
         }
         return decoder
     }
@@ -371,7 +361,7 @@ enum JSONCoding {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(RFC3339.format(milliseconds: date.locifyMilliseconds))
+            try container.encode(date.rfc3339)
         }
         encoder.outputFormatting = [.sortedKeys]
         return encoder

@@ -2,19 +2,20 @@ import Foundation
 
 /// A local change waiting for the server, stamped with the device time the user made it.
 public struct OutboxEntry: Codable, Sendable, Hashable, Identifiable {
-    /// Increasing: the order the changes were made.
+    /// Increasing: the order the changes were made. A later edit folded into a pending change
+    /// keeps the pending change's place (so a category's create never moves behind its places).
     public var id: Int64
     /// The change to push, as the server will receive it.
     public var change: PushChange
-    /// For a category delete: the local locations it removed (cascade) or moved (reassign), as
-    /// they were. Restored when the server keeps the category (a newer edit elsewhere won).
-    public var displaced: [Location]
+    /// Whether the change was ever sent: the server may have applied it even though no answer
+    /// came back (it must then be sent again, never dropped).
+    public var attempted: Bool
 
-    /// Entry `id` (from ``LocalSnapshot/nextOutboxID``) for `change`; `displaced` as for the property.
-    public init(id: Int64, change: PushChange, displaced: [Location] = []) {
+    /// Entry `id` for `change`, not yet sent.
+    public init(id: Int64, change: PushChange, attempted: Bool = false) {
         self.id = id
         self.change = change
-        self.displaced = displaced
+        self.attempted = attempted
     }
 
     /// The record the change is about.
@@ -30,6 +31,14 @@ public struct OutboxEntry: Codable, Sendable, Hashable, Identifiable {
         if case .deleteCategory = change { return true }
         return false
     }
+
+    /// For a location create or update, the category it puts the location in.
+    var locationCategory: UUID? {
+        switch change {
+        case .createLocation(let write), .updateLocation(let write): return write.categoryID
+        default: return nil
+        }
+    }
 }
 
 /// A record's identity across kinds.
@@ -38,134 +47,227 @@ struct RecordKey: Hashable, Sendable {
     var id: UUID
 }
 
-/// The outbox's rules, as pure functions.
-enum Outbox {
-    /// Adds `change` to `outbox`, folding it into earlier changes of the same record that are not
-    /// in flight: a write replaces earlier writes and location deletes (a create stays a create,
-    /// so the server inserts a record it may never have seen); a delete replaces earlier writes.
-    /// A category delete is never folded away: the server must run its cascade or reassign.
-    /// Returns the ids of the entries to drop and the entry to append.
-    static func enqueue(
-        _ change: PushChange, displaced: [Location] = [], into outbox: [OutboxEntry], inFlight: Set<Int64>, nextID: Int64
-    ) -> (removed: [Int64], entry: OutboxEntry) {
-        var change = change
-        let key = RecordKey(kind: change.kind, id: change.recordID)
-        var removed: [Int64] = []
-        var replacedCreate = false
-        for entry in outbox where entry.key == key && !inFlight.contains(entry.id) && !entry.isCategoryDelete {
-            removed.append(entry.id)
-            if entry.change.action == .create { replacedCreate = true }
-        }
-        if replacedCreate {
-            switch change {
-            case .updateCategory(let write): change = .createCategory(write)
-            case .updateLocation(let write): change = .createLocation(write)
-            default: break
-            }
-        }
-        return (removed, OutboxEntry(id: nextID, change: change, displaced: displaced))
+/// The pending changes in the order the user made them, indexed by record, with the rules that
+/// keep what depends on what: folding a new edit into a pending change, and cutting batches so
+/// that the server (which applies category writes, then location changes, then category deletes)
+/// never sees a change before one it depends on.
+///
+/// The dependencies, all that the server's rules create (openapi.yaml):
+/// - a location write needs its category live: the category's pending create goes first (in an
+///   earlier batch or the same one, where category writes are applied first);
+/// - a category delete runs its cascade or reassign on what the server holds when it runs: every
+///   change made before it goes first (an earlier batch or the same one, where category deletes
+///   are applied last, in the order sent), and so does the target's create;
+/// - a category written again after its delete (revived) must follow the delete in a later batch
+///   (in one batch the server would apply the write first).
+struct OutboxState: Sendable, Hashable {
+    /// Every pending entry, by id (the order the changes were made).
+    private(set) var entries: [Int64: OutboxEntry] = [:]
+    /// The ids of each record's pending entries, in order.
+    private(set) var byRecord: [RecordKey: [Int64]] = [:]
+    /// The ids of pending category deletes, by the category deleted and by their reassign target.
+    private(set) var categoryDeletes: [UUID: [Int64]] = [:]
+    /// The id the next entry gets.
+    private(set) var nextID: Int64 = 1
+    /// Changes since the last `takeChanges()`: entries written and entries removed.
+    private(set) var written: Set<Int64> = []
+    private(set) var removed: Set<Int64> = []
+
+    init(_ entries: [OutboxEntry] = [], nextID: Int64 = 1) {
+        self.nextID = nextID
+        for entry in entries.sorted(by: { $0.id < $1.id }) { put(entry) }
+        written = []
+        self.nextID = max(nextID, (entries.map(\.id).max() ?? 0) + 1)
     }
 
-    /// The next batch to push: outbox entries in the order made, at most `limit`, none in
-    /// flight, one per record, and nothing but category deletes after a category delete (the
-    /// server applies category deletes last, so a later change must not overtake one). Returned
-    /// in the order the server applies them: category writes, location changes, category deletes.
-    static func nextBatch(_ outbox: [OutboxEntry], limit: Int, inFlight: Set<Int64> = []) -> [OutboxEntry] {
-        var batch: [OutboxEntry] = []
-        var keys = Set<RecordKey>()
-        var afterCategoryDelete = false
-        for entry in outbox.sorted(by: { $0.id < $1.id }) where !inFlight.contains(entry.id) {
-            if batch.count >= limit || keys.contains(entry.key) { break }
-            if afterCategoryDelete && !entry.isCategoryDelete { break }
-            batch.append(entry)
-            keys.insert(entry.key)
-            if entry.isCategoryDelete { afterCategoryDelete = true }
+    var isEmpty: Bool { entries.isEmpty }
+    var count: Int { entries.count }
+
+    /// The entries in the order made.
+    var ordered: [OutboxEntry] { entries.keys.sorted().compactMap { entries[$0] } }
+
+    func entries(of key: RecordKey) -> [OutboxEntry] {
+        (byRecord[key] ?? []).compactMap { entries[$0] }
+    }
+
+    func hasPending(_ key: RecordKey) -> Bool { !(byRecord[key] ?? []).isEmpty }
+
+    /// The pending delete of category `id`, if any (the latest).
+    func pendingDelete(ofCategory id: UUID) -> OutboxEntry? {
+        entries(of: RecordKey(kind: .category, id: id)).last { $0.isCategoryDelete }
+    }
+
+    // MARK: Primitive edits
+
+    mutating func put(_ entry: OutboxEntry) {
+        if let old = entries[entry.id] { unindex(old) }
+        entries[entry.id] = entry
+        byRecord[entry.key, default: []].append(entry.id)
+        byRecord[entry.key]?.sort()
+        if entry.isCategoryDelete { categoryDeletes[entry.change.recordID, default: []].append(entry.id) }
+        written.insert(entry.id)
+        removed.remove(entry.id)
+        nextID = max(nextID, entry.id + 1)
+    }
+
+    mutating func remove(_ id: Int64) {
+        guard let entry = entries.removeValue(forKey: id) else { return }
+        unindex(entry)
+        written.remove(id)
+        removed.insert(id)
+    }
+
+    private mutating func unindex(_ entry: OutboxEntry) {
+        byRecord[entry.key]?.removeAll { $0 == entry.id }
+        if byRecord[entry.key]?.isEmpty == true { byRecord[entry.key] = nil }
+        if entry.isCategoryDelete {
+            categoryDeletes[entry.change.recordID]?.removeAll { $0 == entry.id }
+            if categoryDeletes[entry.change.recordID]?.isEmpty == true { categoryDeletes[entry.change.recordID] = nil }
         }
-        return contractOrder(batch)
+    }
+
+    /// The entries written and removed since the last call, for the store.
+    mutating func takeChanges() -> (written: [OutboxEntry], removed: [Int64]) {
+        defer {
+            written = []
+            removed = []
+        }
+        return (written.sorted().compactMap { entries[$0] }, removed.sorted())
+    }
+
+    // MARK: Enqueueing
+
+    /// Queues `change`, folded into the record's pending change when that keeps every dependency:
+    /// - a write folds into the record's last pending write (not in flight, no delete after it),
+    ///   which keeps its place, its `create` action and its `created_at`;
+    /// - a location delete replaces the record's pending writes, and of a record the server never
+    ///   saw (`serverMayKnow` false, nothing ever sent) it removes them and queues nothing;
+    /// - a category delete replaces the category's pending updates; its pending create goes too
+    ///   when no pending change depends on the category (a location written into it, a delete
+    ///   reassigning to it), and then, if the server never saw it, nothing is queued at all.
+    mutating func enqueue(_ change: PushChange, serverMayKnow: Bool, inFlight: Set<Int64>) {
+        let key = RecordKey(kind: change.kind, id: change.recordID)
+        let pending = entries(of: key).filter { !inFlight.contains($0.id) }
+        let mayKnow = serverMayKnow || entries(of: key).contains { $0.attempted || inFlight.contains($0.id) }
+        switch change {
+        case .createCategory, .updateCategory, .createLocation, .updateLocation:
+            if let last = entries(of: key).last, !inFlight.contains(last.id), !last.isDelete {
+                put(OutboxEntry(id: last.id, change: last.change.folding(change), attempted: last.attempted))
+            } else {
+                append(change)
+            }
+        case .deleteLocation:
+            for entry in pending { remove(entry.id) }
+            if mayKnow { append(change) }
+        case .deleteCategory:
+            for entry in pending where entry.change.action == .update { remove(entry.id) }
+            let creates = entries(of: key).filter { $0.change.action == .create && !inFlight.contains($0.id) }
+            if !creates.isEmpty && !hasDependents(ofCategory: change.recordID) {
+                for entry in creates { remove(entry.id) }
+            }
+            if mayKnow || !entries(of: key).isEmpty { append(change) }
+        }
+    }
+
+    private mutating func append(_ change: PushChange) {
+        put(OutboxEntry(id: nextID, change: change))
+    }
+
+    /// Whether a pending change needs category `id` live on the server.
+    func hasDependents(ofCategory id: UUID) -> Bool {
+        entries.values.contains { entry in
+            entry.locationCategory == id || entry.reassignTarget == id
+        }
+    }
+
+    /// After the server refused or lost the record's create (it has no such record), the next
+    /// pending write of the record becomes a create, so it does not fail as an update of nothing.
+    mutating func promoteToCreate(_ key: RecordKey) {
+        guard var next = entries(of: key).first, next.change.action == .update else { return }
+        switch next.change {
+        case .updateCategory(let write): next.change = .createCategory(write)
+        case .updateLocation(let write): next.change = .createLocation(write)
+        default: return
+        }
+        put(next)
+    }
+
+    // MARK: Batches
+
+    /// The next batch: at most `limit` entries, none of `excluded` (in flight, or skipped in this
+    /// sync), taken in the order made with their prerequisites (see the type's documentation), and
+    /// returned in the order the server applies them: category writes, location changes, category
+    /// deletes, each group in the order made.
+    func nextBatch(limit: Int, excluding excluded: Set<Int64> = []) -> [OutboxEntry] {
+        var taken: [Int64] = []
+        var inBatch = Set<Int64>()
+        var blocked = false
+        func canTake(_ entry: OutboxEntry) -> Bool {
+            guard !excluded.contains(entry.id) else { return false }
+            // A write of a category after its pending delete waits until the delete is answered.
+            if entry.key.kind == .category && !entry.isCategoryDelete {
+                return !entries(of: entry.key).contains { $0.isCategoryDelete && $0.id < entry.id }
+            }
+            return true
+        }
+        for entry in ordered {
+            if taken.count >= limit { break }
+            if inBatch.contains(entry.id) { continue }
+            guard canTake(entry) else {
+                blocked = true
+                continue
+            }
+            if entry.isCategoryDelete {
+                // Everything made before it must go first; a delete left behind blocks later ones.
+                if blocked { continue }
+                if let target = entry.reassignTarget, let create = pendingCreate(ofCategory: target), !inBatch.contains(create.id) {
+                    blocked = true
+                    continue
+                }
+            } else if let category = entry.locationCategory, let create = pendingCreate(ofCategory: category),
+                !inBatch.contains(create.id)
+            {
+                guard canTake(create), taken.count + 2 <= limit else {
+                    blocked = true
+                    continue
+                }
+                taken.append(create.id)
+                inBatch.insert(create.id)
+            }
+            taken.append(entry.id)
+            inBatch.insert(entry.id)
+        }
+        return Self.contractOrder(taken.compactMap { entries[$0] })
+    }
+
+    /// The category's pending create (or revive), if it has not been answered yet.
+    private func pendingCreate(ofCategory id: UUID) -> OutboxEntry? {
+        entries(of: RecordKey(kind: .category, id: id)).first { !$0.isCategoryDelete }
     }
 
     /// Stable sort into the order the server applies a batch (openapi.yaml).
     static func contractOrder(_ entries: [OutboxEntry]) -> [OutboxEntry] {
-        entries.enumerated()
-            .sorted { ($0.element.change.applicationGroup, $0.offset) < ($1.element.change.applicationGroup, $1.offset) }
-            .map(\.element)
+        entries.sorted { ($0.change.applicationGroup, $0.id) < ($1.change.applicationGroup, $1.id) }
     }
 }
 
-/// The server's last-write-wins rule (openapi.yaml and 11), used by the client to tell whether a
-/// pending local change will win over a server state it has just learnt about.
-public enum LastWriteWins: Sendable {
-    /// What the pending change does.
-    public enum Intent: Sendable, Hashable {
-        case create, replace, delete
-    }
+extension OutboxEntry {
+    var isDelete: Bool { change.action == .delete }
+}
 
-    /// The server's verdict.
-    public enum Decision: Sendable, Hashable {
-        /// The change is newer: the server stores it.
-        case wins
-        /// Same time, same content (or a delete of a tombstone): nothing changes.
-        case replay
-        /// The server's record is newer (or differs at the same time): E008.
-        case loses
-    }
-
-    /// Decides a change stamped `requested` (milliseconds) against the server's record stamped
-    /// `stored` (its `updated_at`, or `deleted_at` when `storedIsDeleted`).
-    public static func decide(
-        _ intent: Intent, requested: Int64, stored: Int64, storedIsDeleted: Bool, sameContent: Bool
-    ) -> Decision {
-        if intent == .delete {
-            if storedIsDeleted { return .replay }
-            return requested < stored ? .loses : .wins
-        }
-        if storedIsDeleted { return requested > stored ? .wins : .loses }
-        if requested < stored { return .loses }
-        if requested == stored { return sameContent ? .replay : .loses }
-        return .wins
-    }
-
-    /// Decides `change` against the server's `state`.
-    static func decide(_ change: PushChange, against state: RecordState) -> Decision {
-        let requested = (change.updatedAt ?? .distantFuture).locifyMilliseconds
-        let stored = state.updatedAt.locifyMilliseconds
-        var isDeleted = false
-        if case .tombstone = state { isDeleted = true }
-        let intent: Intent
-        var sameContent = false
-        switch (change, state) {
-        case (.deleteCategory, _), (.deleteLocation, _):
-            intent = .delete
-        case (.createCategory(let write), .category(let category)), (.updateCategory(let write), .category(let category)):
-            intent = change.action == .create ? .create : .replace
-            sameContent = write.normalized == category.content.normalized
-        case (.createLocation(let write), .location(let location)), (.updateLocation(let write), .location(let location)):
-            intent = change.action == .create ? .create : .replace
-            sameContent = write.normalized == location.content.normalized
+extension PushChange {
+    /// This pending write with `newer`'s content and time: a create stays a create (the server
+    /// may never have seen the record) and keeps its `created_at`.
+    func folding(_ newer: PushChange) -> PushChange {
+        switch (self, newer) {
+        case (.createCategory(let old), .createCategory(var write)), (.createCategory(let old), .updateCategory(var write)):
+            write.createdAt = old.createdAt ?? write.createdAt
+            return .createCategory(write)
+        case (.createLocation(let old), .createLocation(var write)), (.createLocation(let old), .updateLocation(var write)):
+            write.createdAt = old.createdAt ?? write.createdAt
+            return .createLocation(write)
         default:
-            intent = change.action == .create ? .create : .replace
+            return newer
         }
-        return decide(intent, requested: requested, stored: stored, storedIsDeleted: isDeleted, sameContent: sameContent)
-    }
-}
-
-extension CategoryWrite {
-    /// As the server compares it: trimmed name, time dropped (compared apart).
-    var normalized: CategoryWrite {
-        CategoryWrite(id: id, name: name.trimmingCharacters(in: .whitespacesAndNewlines), icon: icon, updatedAt: nil)
-    }
-}
-
-extension LocationWrite {
-    /// As the server compares it: trimmed name, blank address and description as nil.
-    var normalized: LocationWrite {
-        func blankAsNil(_ text: String?) -> String? {
-            guard let text, !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return nil }
-            return text
-        }
-        return LocationWrite(
-            id: id, categoryID: categoryID, name: name.trimmingCharacters(in: .whitespacesAndNewlines),
-            address: blankAsNil(address), description: blankAsNil(description), latitude: latitude,
-            longitude: longitude, isFavorite: isFavorite, imageURLs: imageURLs, updatedAt: nil)
     }
 }

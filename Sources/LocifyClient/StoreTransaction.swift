@@ -1,171 +1,149 @@
 import Foundation
 
-/// A working copy of the snapshot that records what changed, so that one ``LocalChanges`` can be
-/// committed atomically. Holds the rules for taking in what the server says.
-struct StoreTransaction: Sendable {
-    private(set) var snapshot: LocalSnapshot
-    private(set) var changes = LocalChanges()
+/// One change set in the making: reads see the store with this transaction's edits on top, edits
+/// are recorded, and ``changes`` is what one ``LocalStore/commit(_:)`` makes durable. Only the
+/// records touched are held, so an edit costs the same with ten records or a hundred thousand.
+/// Holds the rules for taking in what the server says.
+struct StoreTransaction {
+    let store: any LocalStore
+    private(set) var outbox: OutboxState
+    private(set) var metadata: StoreMetadata
+    /// Records written (a value) or removed (nil) by this transaction.
+    private var categoryEdits: [UUID: Category?] = [:]
+    private var locationEdits: [UUID: Location?] = [:]
+    private var reset: LocalChanges.RecordReset?
+    private var cursor: LocalChanges.CursorChange?
+    private var boundUser: String?
     /// Events to report once the transaction is committed.
     var events: [SyncEvent] = []
 
-    init(_ snapshot: LocalSnapshot) {
-        self.snapshot = snapshot
+    init(store: any LocalStore, outbox: OutboxState, metadata: StoreMetadata) {
+        self.store = store
+        self.outbox = outbox
+        self.metadata = metadata
+    }
+
+    /// The change set to commit; the outbox's own record of changes is emptied into it.
+    mutating func takeChanges() -> LocalChanges {
+        var changes = LocalChanges()
+        changes.resetRecords = reset
+        for (id, category) in categoryEdits {
+            if let category { changes.upsertedCategories.append(category) } else { changes.removedCategoryIDs.append(id) }
+        }
+        for (id, location) in locationEdits {
+            if let location { changes.upsertedLocations.append(location) } else { changes.removedLocationIDs.append(id) }
+        }
+        let (written, removed) = outbox.takeChanges()
+        changes.upsertedOutbox = written
+        changes.removedOutboxIDs = removed
+        changes.cursor = cursor
+        if metadata.nextOutboxID != outbox.nextID {
+            metadata.nextOutboxID = outbox.nextID
+            changes.nextOutboxID = outbox.nextID
+        }
+        changes.userID = boundUser
+        return changes
+    }
+
+    // MARK: Reads
+
+    func category(_ id: UUID) throws -> Category? {
+        if let edit = categoryEdits[id] { return edit }
+        if let reset, !reset.keptCategoryIDs.contains(id) { return nil }
+        return try store.category(id: id)
+    }
+
+    func location(_ id: UUID) throws -> Location? {
+        if let edit = locationEdits[id] { return edit }
+        if let reset, !reset.keptLocationIDs.contains(id) { return nil }
+        return try store.location(id: id)
+    }
+
+    /// The live locations of category `id`, this transaction's edits included.
+    func locationIDs(inCategory id: UUID) throws -> [UUID] {
+        var ids = Set(try store.locationIDs(inCategory: id))
+        if let reset { ids.formIntersection(reset.keptLocationIDs) }
+        for (locationID, edit) in locationEdits {
+            if edit?.categoryID == id { ids.insert(locationID) } else { ids.remove(locationID) }
+        }
+        return ids.sorted { $0.uuidString < $1.uuidString }
     }
 
     // MARK: Primitive edits
 
-    mutating func upsert(_ category: Category) {
-        snapshot.categories[category.id] = category
-        changes.removedCategoryIDs.removeAll { $0 == category.id }
-        changes.upsertedCategories.removeAll { $0.id == category.id }
-        changes.upsertedCategories.append(category)
+    mutating func upsert(_ category: Category) { categoryEdits[category.id] = .some(category) }
+    mutating func removeCategory(_ id: UUID) { categoryEdits[id] = .some(nil) }
+    mutating func upsert(_ location: Location) { locationEdits[location.id] = .some(location) }
+    mutating func removeLocation(_ id: UUID) { locationEdits[id] = .some(nil) }
+
+    mutating func setCursor(_ value: String?) {
+        metadata.cursor = value
+        cursor = .init(value: value)
     }
 
-    mutating func removeCategory(_ id: UUID) {
-        snapshot.categories[id] = nil
-        changes.upsertedCategories.removeAll { $0.id == id }
-        if !changes.removedCategoryIDs.contains(id) { changes.removedCategoryIDs.append(id) }
+    mutating func bind(user: String) {
+        metadata.userID = user
+        boundUser = user
     }
 
-    mutating func upsert(_ location: Location) {
-        snapshot.locations[location.id] = location
-        changes.removedLocationIDs.removeAll { $0 == location.id }
-        changes.upsertedLocations.removeAll { $0.id == location.id }
-        changes.upsertedLocations.append(location)
+    mutating func enqueue(_ change: PushChange, serverMayKnow: Bool, inFlight: Set<Int64>) {
+        outbox.enqueue(change, serverMayKnow: serverMayKnow, inFlight: inFlight)
     }
 
-    mutating func removeLocation(_ id: UUID) {
-        snapshot.locations[id] = nil
-        changes.upsertedLocations.removeAll { $0.id == id }
-        if !changes.removedLocationIDs.contains(id) { changes.removedLocationIDs.append(id) }
-    }
+    mutating func removeOutbox(_ id: Int64) { outbox.remove(id) }
+    mutating func promoteToCreate(_ key: RecordKey) { outbox.promoteToCreate(key) }
+    mutating func putOutbox(_ entry: OutboxEntry) { outbox.put(entry) }
 
-    mutating func putOutbox(_ entry: OutboxEntry) {
-        if let index = snapshot.outbox.firstIndex(where: { $0.id == entry.id }) {
-            snapshot.outbox[index] = entry
-        } else {
-            snapshot.outbox.append(entry)
-            snapshot.outbox.sort { $0.id < $1.id }
+    /// Removes every record without a pending change, but those of `seen`: the start of a
+    /// resync (nothing seen yet), or the end of a first pull (what its snapshot held).
+    mutating func forgetSyncedRecords(except seen: Set<RecordKey> = []) {
+        var kept = LocalChanges.RecordReset(keptCategoryIDs: [], keptLocationIDs: [])
+        for key in seen.union(outbox.ordered.map(\.key)) {
+            switch key.kind {
+            case .category: kept.keptCategoryIDs.insert(key.id)
+            case .location: kept.keptLocationIDs.insert(key.id)
+            }
         }
-        changes.upsertedOutbox.removeAll { $0.id == entry.id }
-        changes.upsertedOutbox.append(entry)
-    }
-
-    mutating func removeOutbox(_ id: Int64) {
-        snapshot.outbox.removeAll { $0.id == id }
-        changes.upsertedOutbox.removeAll { $0.id == id }
-        if !changes.removedOutboxIDs.contains(id) { changes.removedOutboxIDs.append(id) }
-    }
-
-    mutating func setCursor(_ cursor: String?) {
-        snapshot.cursor = cursor
-        changes.cursor = .init(value: cursor)
-    }
-
-    /// Appends `change` to the outbox, folded into earlier changes of the same record.
-    mutating func enqueue(_ change: PushChange, displaced: [Location] = [], inFlight: Set<Int64>) {
-        let (removed, entry) = Outbox.enqueue(
-            change, displaced: displaced, into: snapshot.outbox, inFlight: inFlight, nextID: snapshot.nextOutboxID)
-        for id in removed { removeOutbox(id) }
-        putOutbox(entry)
-        snapshot.nextOutboxID = entry.id + 1
-        changes.nextOutboxID = snapshot.nextOutboxID
+        categoryEdits = categoryEdits.filter { kept.keptCategoryIDs.contains($0.key) }
+        locationEdits = locationEdits.filter { kept.keptLocationIDs.contains($0.key) }
+        reset = kept
     }
 
     // MARK: Taking in the server's state
 
-    /// The pending (unacknowledged) changes of a record.
-    func pending(_ key: RecordKey) -> [OutboxEntry] {
-        snapshot.outbox.filter { $0.key == key }
-    }
-
-    /// The pending category delete whose local cascade or reassign removed or moved `locationID`
-    /// (or that deleted the category `categoryID`).
-    func pendingCategoryDelete(displacing locationID: UUID? = nil, category categoryID: UUID? = nil) -> OutboxEntry? {
-        snapshot.outbox.last { entry in
-            guard entry.isCategoryDelete else { return false }
-            if let categoryID, entry.change.recordID == categoryID { return true }
-            if let locationID, entry.displaced.contains(where: { $0.id == locationID }) { return true }
-            return false
-        }
-    }
-
-    /// Takes in the server's current state of a record (from a push result, E008, the feed or a
-    /// read). Pending local changes of the record keep the local copy unless last write wins
-    /// says they lose to `state`, in which case they are dropped (a lost category delete gives
-    /// back what it removed). Locations under a pending category delete update what that delete
-    /// would give back instead of reappearing.
-    mutating func adopt(_ state: RecordState, inFlight: Set<Int64> = []) {
+    /// Takes in the server's current state of a record (a push result, the feed, a read). A record
+    /// with a pending local change keeps its local copy: that change is newer and will be pushed
+    /// (where last write wins settles it). A location in a category this device is deleting is
+    /// shown as that delete will leave it (removed, or moved to the target).
+    mutating func adopt(_ state: RecordState) throws {
         let key = RecordKey(kind: state.kind, id: state.id)
-        let pending = pending(key)
-        if !pending.isEmpty {
-            let losing = pending.filter { LastWriteWins.decide($0.change, against: state) == .loses }
-            guard losing.count == pending.count, !pending.contains(where: { inFlight.contains($0.id) }) else { return }
-            for entry in pending {
-                removeOutbox(entry.id)
-                if entry.isCategoryDelete { restore(entry) }
-            }
-        }
+        if outbox.hasPending(key) { return }
         switch state {
         case .category(let category):
             upsert(category)
         case .tombstone(.category, let tombstone):
             removeCategory(tombstone.id)
         case .location(let location):
-            takeLocation(location)
+            if let delete = outbox.pendingDelete(ofCategory: location.categoryID) {
+                if let target = delete.reassignTarget, let at = delete.change.updatedAt {
+                    upsert(location.moved(to: target, at: at))
+                } else {
+                    removeLocation(location.id)
+                }
+            } else {
+                upsert(location)
+            }
         case .tombstone(.location, let tombstone):
-            forgetDisplaced(tombstone.id)
             removeLocation(tombstone.id)
         }
     }
 
-    /// Stores a server location, or, when a pending category delete covers it, records it in
-    /// that delete's stash (and shows it moved, for a reassign).
-    private mutating func takeLocation(_ location: Location) {
-        forgetDisplaced(location.id)
-        guard var entry = pendingCategoryDelete(category: location.categoryID) else {
-            upsert(location)
-            return
-        }
-        entry.displaced.append(location)
-        putOutbox(entry)
-        if let target = entry.reassignTarget, let at = entry.change.updatedAt {
-            upsert(location.moved(to: target, at: at))
-        } else {
-            removeLocation(location.id)
-        }
-    }
-
-    /// Drops a location from every pending category delete's stash.
-    mutating func forgetDisplaced(_ locationID: UUID) {
-        for var entry in snapshot.outbox where entry.isCategoryDelete && entry.displaced.contains(where: { $0.id == locationID }) {
-            entry.displaced.removeAll { $0.id == locationID }
-            putOutbox(entry)
-        }
-    }
-
-    /// Gives back what a category delete that did not happen on the server removed or moved
-    /// locally: the stash holds each location's latest local state (edits made before the delete,
-    /// and what the feed said since).
-    mutating func restore(_ entry: OutboxEntry) {
-        for location in entry.displaced { upsert(location) }
-        events.append(.restored(categoryID: entry.change.recordID, locationIDs: entry.displaced.map(\.id)))
-    }
-
-    /// Removes every record without a pending change (the start of a snapshot pull), and empties
-    /// the stashes of pending category deletes (the snapshot fills them again with what the server
-    /// has, so a delete that loses never brings back a location deleted meanwhile).
-    mutating func forgetSyncedRecords() {
-        for var entry in snapshot.outbox where entry.isCategoryDelete && !entry.displaced.isEmpty {
-            entry.displaced = []
-            putOutbox(entry)
-        }
-        let pendingKeys = Set(snapshot.outbox.map(\.key))
-        for id in snapshot.categories.keys where !pendingKeys.contains(RecordKey(kind: .category, id: id)) {
-            removeCategory(id)
-        }
-        for id in snapshot.locations.keys where !pendingKeys.contains(RecordKey(kind: .location, id: id)) {
-            removeLocation(id)
+    /// Takes in that the server has no record `key` at all (E007 on a read).
+    mutating func adoptAbsence(_ key: RecordKey) {
+        if outbox.hasPending(key) { return }
+        switch key.kind {
+        case .category: removeCategory(key.id)
+        case .location: removeLocation(key.id)
         }
     }
 }

@@ -1,15 +1,18 @@
 import Foundation
+import LocifyRules
 
 /// An offline-first copy of the user's categories and locations, kept in a ``LocalStore`` and
 /// reconciled with the server by ``sync()``.
 ///
 /// Edits apply locally at once and are queued in an outbox, stamped with the device's clock
 /// (never earlier than 1 ms after the record's last known time, so an edit made after seeing a
-/// record wins over it even when this device's clock is behind). ``sync()`` pushes the outbox in
-/// batches of at most `/v1/info`'s `max_push_changes`, then follows the change feed to its end.
-/// Conflicts are settled by the server's last-write-wins rule; the engine adopts the server's
-/// record when a local change loses (E008), rebuilds the copy from a snapshot when the cursor
-/// expired (E009) without losing unsynced changes, and replays a batch whose answer was lost.
+/// record wins over it even when this device's clock is behind). The outbox keeps what depends on
+/// what (``OutboxState``): ``sync()`` pushes it in batches of at most `/v1/info`'s
+/// `max_push_changes`, cut so the server never applies a change before one it depends on, then
+/// follows the change feed to its end. Conflicts are settled by the server's last-write-wins
+/// rule: the engine adopts the server's record when a local change loses (E008), rebuilds the
+/// copy from a snapshot when the cursor expired (E009) without losing unsynced changes, and
+/// replays a batch whose answer was lost. Every refusal is reported with the change it concerns.
 ///
 /// An actor: every method runs off the caller's thread, and edits may be made while a sync runs.
 public actor SyncEngine {
@@ -19,13 +22,16 @@ public actor SyncEngine {
     private let clock: @Sendable () -> Date
     /// Changes per pull request (1-1000; default 500).
     public var pullLimit = 500
+    /// Longest `Retry-After` (seconds) the engine waits out by itself on S001 or S003; longer
+    /// ones fail the sync (default 5, 0 never waits).
+    public var maxRetryAfter = 5
 
-    private var snapshot: LocalSnapshot?
+    /// The outbox and metadata as committed (loaded from the store at first use).
+    private var state: (outbox: OutboxState, metadata: StoreMetadata)?
     private var inFlight: Set<Int64> = []
     private var isSyncing = false
     private var syncWaiters: [CheckedContinuation<Void, Never>] = []
     private var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
-    private var commitTail: Task<Void, any Error>?
     private var info: ServerInfo?
     /// The latest time this engine stamped an edit with: each new edit gets a later one.
     private var lastStamp: Int64 = .min
@@ -43,6 +49,11 @@ public actor SyncEngine {
     /// Sets how many changes one pull asks for (clamped to 1-1000).
     public func setPullLimit(_ limit: Int) {
         pullLimit = min(max(limit, 1), 1000)
+    }
+
+    /// Sets ``maxRetryAfter``.
+    public func setMaxRetryAfter(_ seconds: Int) {
+        maxRetryAfter = max(seconds, 0)
     }
 
     // MARK: Events
@@ -72,42 +83,44 @@ public actor SyncEngine {
     /// The live categories, by name (case-insensitive) then id, with `locationCount` counted
     /// from the local copy.
     public func categories() async throws -> [Category] {
-        let state = try await loaded()
-        var counts: [UUID: Int] = [:]
-        for location in state.locations.values { counts[location.categoryID, default: 0] += 1 }
-        return state.categories.values.map { category in
-            var category = category
-            category.locationCount = counts[category.id] ?? 0
-            return category
-        }
-        .sorted { ($0.name.lowercased(), $0.id.uuidString) < ($1.name.lowercased(), $1.id.uuidString) }
+        try reading { try $0.categories() }
     }
 
     /// The live locations (of one category, if given), newest first.
     public func locations(in categoryID: UUID? = nil) async throws -> [Location] {
-        try await loaded().locations.values
-            .filter { categoryID == nil || $0.categoryID == categoryID }
-            .sorted { ($0.createdAt, $0.id.uuidString) > ($1.createdAt, $1.id.uuidString) }
+        try reading { try $0.locations(LocalQuery(categoryID: categoryID)) }
+    }
+
+    /// The live locations `query` selects, in its order (filters, order and paging offline).
+    public func locations(_ query: LocalQuery) async throws -> [Location] {
+        try reading { try $0.locations(query) }
     }
 
     /// One category of the local copy (nil when there is none, or it was deleted).
     public func category(id: UUID) async throws -> Category? {
-        try await loaded().categories[id]
+        try reading { try $0.category(id: id) }
     }
 
     /// One location of the local copy.
     public func location(id: UUID) async throws -> Location? {
-        try await loaded().locations[id]
+        try reading { try $0.location(id: id) }
     }
 
     /// Local changes the server has not acknowledged yet, in the order they were made.
     public func pendingChanges() async throws -> [OutboxEntry] {
-        try await loaded().outbox
+        try loaded().outbox.ordered
     }
 
-    /// The whole local state (records, outbox, cursor).
+    /// The whole local state (records, outbox, cursor): for tests and debugging, it reads every
+    /// record.
     public func localSnapshot() async throws -> LocalSnapshot {
-        try await loaded()
+        let state = try loaded()
+        return try reading { store in
+            LocalSnapshot(
+                categories: Dictionary(uniqueKeysWithValues: try store.categories().map { ($0.id, $0) }),
+                locations: Dictionary(uniqueKeysWithValues: try store.locations(LocalQuery()).map { ($0.id, $0) }),
+                outbox: state.outbox.ordered, metadata: state.metadata)
+        }
     }
 
     // MARK: Editing
@@ -116,19 +129,21 @@ public actor SyncEngine {
     /// - Returns: the record as stored locally.
     @discardableResult
     public func saveCategory(id: UUID = UUID(), name: String, icon: String? = nil) async throws -> Category {
-        let name = name.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !name.isEmpty else { throw Self.localError(400, "E001", "name must not be empty") }
-        var transaction = StoreTransaction(try await loaded())
-        let existing = transaction.snapshot.categories[id]
+        let fields = try Self.checked { () throws(RuleViolation) in try CategoryFields(name: name, icon: icon) }
+        let name = fields.name, icon = fields.icon
+        var transaction = try begin()
+        let existing = try transaction.category(id)
         let at = stamp(after: existing?.updatedAt)
         var category = existing ?? Category(id: id, name: name, icon: icon, createdAt: at, updatedAt: at)
         category.name = name
         category.icon = icon
         category.updatedAt = at
         transaction.upsert(category)
-        let write = CategoryWrite(id: id, name: name, icon: icon, updatedAt: at)
-        transaction.enqueue(existing == nil ? .createCategory(write) : .updateCategory(write), inFlight: inFlight)
-        try await commit(transaction)
+        let write = CategoryWrite(id: id, name: name, icon: icon, createdAt: category.createdAt, updatedAt: at)
+        transaction.enqueue(
+            existing == nil ? .createCategory(write) : .updateCategory(write), serverMayKnow: (existing?.version ?? 0) > 0,
+            inFlight: inFlight)
+        try commit(&transaction)
         return category
     }
 
@@ -136,25 +151,23 @@ public actor SyncEngine {
     /// - Returns: the record as stored locally.
     @discardableResult
     public func saveLocation(_ draft: LocationDraft) async throws -> Location {
-        let name = draft.name.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !name.isEmpty else { throw Self.localError(400, "E001", "name must not be empty") }
-        guard (-90...90).contains(draft.latitude), (-180...180).contains(draft.longitude) else {
-            throw Self.localError(400, "E003", "coordinates out of range")
+        let fields = try Self.checked { () throws(RuleViolation) in
+            try LocationFields(
+                name: draft.name, address: draft.address, description: draft.description, latitude: draft.latitude,
+                longitude: draft.longitude, isFavorite: draft.isFavorite, imageURLs: draft.imageURLs)
         }
-        var transaction = StoreTransaction(try await loaded())
-        guard transaction.snapshot.categories[draft.categoryID] != nil else {
-            throw Self.localError(404, "E007", "category not found")
-        }
-        let existing = transaction.snapshot.locations[draft.id]
+        var transaction = try begin()
+        let categoryIsLive = try transaction.category(draft.categoryID) != nil
+        try Self.checked { () throws(RuleViolation) in try LocationRules.checkCategory(isLive: categoryIsLive) }
+        let existing = try transaction.location(draft.id)
         let at = stamp(after: existing?.updatedAt)
         let write = LocationWrite(
-            id: draft.id, categoryID: draft.categoryID, name: name, address: draft.address,
-            description: draft.description, latitude: draft.latitude, longitude: draft.longitude,
-            isFavorite: draft.isFavorite, imageURLs: draft.imageURLs, updatedAt: at
-        ).normalized
+            id: draft.id, categoryID: draft.categoryID, name: fields.name, address: fields.address,
+            description: fields.description, latitude: fields.latitude, longitude: fields.longitude,
+            isFavorite: fields.isFavorite, imageURLs: fields.imageURLs, createdAt: existing?.createdAt ?? at, updatedAt: at)
         var location =
             existing
-            ?? Location(id: draft.id, categoryID: draft.categoryID, name: name, latitude: 0, longitude: 0, createdAt: at, updatedAt: at)
+            ?? Location(id: draft.id, categoryID: draft.categoryID, name: fields.name, latitude: 0, longitude: 0, createdAt: at, updatedAt: at)
         location.categoryID = write.categoryID
         location.name = write.name
         location.address = write.address
@@ -165,10 +178,10 @@ public actor SyncEngine {
         location.imageURLs = write.imageURLs
         location.updatedAt = at
         transaction.upsert(location)
-        var stamped = write
-        stamped.updatedAt = at
-        transaction.enqueue(existing == nil ? .createLocation(stamped) : .updateLocation(stamped), inFlight: inFlight)
-        try await commit(transaction)
+        transaction.enqueue(
+            existing == nil ? .createLocation(write) : .updateLocation(write), serverMayKnow: (existing?.version ?? 0) > 0,
+            inFlight: inFlight)
+        try commit(&transaction)
         return location
     }
 
@@ -176,50 +189,62 @@ public actor SyncEngine {
     /// - Returns: the deletion's time (its `deleted_at` once the server applies it).
     @discardableResult
     public func deleteLocation(id: UUID) async throws -> Date {
-        var transaction = StoreTransaction(try await loaded())
-        guard let existing = transaction.snapshot.locations[id] else {
-            throw Self.localError(404, "E007", "location not found")
+        var transaction = try begin()
+        guard let existing = try transaction.location(id) else {
+            throw LocifyError(RuleViolation.notFound("location"))
         }
         let at = stamp(after: existing.updatedAt)
         transaction.removeLocation(id)
-        transaction.enqueue(.deleteLocation(DeleteWrite(id: id, updatedAt: at)), inFlight: inFlight)
-        try await commit(transaction)
+        transaction.enqueue(.deleteLocation(DeleteWrite(id: id, updatedAt: at)), serverMayKnow: existing.version > 0, inFlight: inFlight)
+        try commit(&transaction)
         return at
     }
 
     /// Deletes a category locally with its locations, or moving them to `reassignTo`, and queues
-    /// the delete. If the server keeps the category (a newer edit elsewhere), the locations come back.
+    /// the delete. If the server keeps the category (a newer edit elsewhere), it and its locations
+    /// come back as the server has them.
     /// - Returns: the deletion's time.
     @discardableResult
     public func deleteCategory(id: UUID, reassignTo: UUID? = nil) async throws -> Date {
-        var transaction = StoreTransaction(try await loaded())
-        guard let existing = transaction.snapshot.categories[id] else {
-            throw Self.localError(404, "E007", "category not found")
+        if let reassignTo {
+            try Self.checked { () throws(RuleViolation) in try CategoryRules.checkReassignTarget(reassignTo, deleting: id) }
+        }
+        var transaction = try begin()
+        guard let existing = try transaction.category(id) else {
+            throw LocifyError(RuleViolation.unknownCategory)
         }
         if let reassignTo {
-            guard reassignTo != id else {
-                throw Self.localError(400, "E001", "reassign_category_id must not be the category being deleted")
-            }
-            guard transaction.snapshot.categories[reassignTo] != nil else {
-                throw Self.localError(404, "E007", "category not found")
-            }
+            let targetIsKnown = try transaction.category(reassignTo) != nil
+            try Self.checked { () throws(RuleViolation) in try CategoryRules.checkReassignTarget(isKnown: targetIsKnown) }
         }
         let at = stamp(after: existing.updatedAt)
-        let displaced = transaction.snapshot.locations.values.filter { $0.categoryID == id }
-            .sorted { $0.id.uuidString < $1.id.uuidString }
-        transaction.removeCategory(id)
-        for location in displaced {
-            if let reassignTo {
+        for locationID in try transaction.locationIDs(inCategory: id) {
+            if let reassignTo, let location = try transaction.location(locationID) {
                 transaction.upsert(location.moved(to: reassignTo, at: at))
             } else {
-                transaction.removeLocation(location.id)
+                transaction.removeLocation(locationID)
             }
         }
+        transaction.removeCategory(id)
         transaction.enqueue(
-            .deleteCategory(DeleteWrite(id: id, updatedAt: at, reassignCategoryID: reassignTo)), displaced: displaced,
+            .deleteCategory(DeleteWrite(id: id, updatedAt: at, reassignCategoryID: reassignTo)), serverMayKnow: existing.version > 0,
             inFlight: inFlight)
-        try await commit(transaction)
+        try commit(&transaction)
         return at
+    }
+
+    /// Erases the local copy, its outbox (pending changes are lost) and its user, after a store
+    /// failure or at sign-out; the next ``sync()`` starts again from a snapshot.
+    public func reset() async throws {
+        await acquireSyncTurn()
+        defer { releaseSyncTurn() }
+        do {
+            try store.erase()
+        } catch {
+            throw LocifyError.storeFailed(String(describing: error))
+        }
+        state = nil
+        inFlight = []
     }
 
     // MARK: Sync
@@ -235,9 +260,10 @@ public actor SyncEngine {
         emit(.started)
         var report = SyncReport()
         do {
+            let user = try await boundUser()
             let limits = try await serverInfo()
-            try await pushAll(limit: limits.maxPushChanges, report: &report)
-            try await pullAll(report: &report)
+            try await pushAll(limit: max(limits.maxPushChanges, 1), user: user, report: &report)
+            try await pullAll(user: user, report: &report)
             emit(.finished(report))
             return report
         } catch {
@@ -247,6 +273,20 @@ public actor SyncEngine {
         }
     }
 
+    /// The user of the current token, which the store must belong to: a new store is bound to it,
+    /// a store of another user is refused (``LocifyError/wrongAccount(storeUser:tokenUser:)``).
+    private func boundUser() async throws -> String {
+        let user = try await api.currentUserID()
+        let bound = try loaded().metadata.userID
+        if let bound, bound != user { throw LocifyError.wrongAccount(storeUser: bound, tokenUser: user) }
+        if bound == nil {
+            var transaction = try begin()
+            transaction.bind(user: user)
+            try commit(&transaction)
+        }
+        return user
+    }
+
     private func serverInfo() async throws -> ServerInfo {
         if let info { return info }
         let fetched = try await patiently { try await self.api.info() }
@@ -254,91 +294,145 @@ public actor SyncEngine {
         return fetched
     }
 
-    private func pushAll(limit: Int, report: inout SyncReport) async throws {
+    private func pushAll(limit: Int, user: String, report: inout SyncReport) async throws {
+        var skipped = Set<Int64>()
+        var batchLimit = limit
         while true {
             try Self.checkCancellation()
-            let batch = Outbox.nextBatch(try await loaded().outbox, limit: max(limit, 1), inFlight: inFlight)
+            let batch = try loaded().outbox.nextBatch(limit: batchLimit, excluding: skipped.union(inFlight))
             if batch.isEmpty { return }
+            // Marked as sent before it is sent: from now on the server may hold it.
+            var marking = try begin()
+            for var entry in batch where !entry.attempted {
+                entry.attempted = true
+                marking.putOutbox(entry)
+            }
+            try commit(&marking)
             let ids = Set(batch.map(\.id))
             inFlight.formUnion(ids)
             let results: [PushResult]
             do {
-                results = try await patiently { try await self.api.push(batch.map(\.change)) }
+                results = try await patiently { try await self.api.push(batch.map(\.change), asUser: user) }
+            } catch let error as LocifyError where error.refusesWholeBatch {
+                inFlight.subtract(ids)
+                if batch.count > 1 {
+                    // Too large or refused as a whole: split it until the change at fault is alone.
+                    batchLimit = max(batch.count / 2, 1)
+                    continue
+                }
+                results = [PushResult(refused: batch[0].change, error)]
             } catch {
                 inFlight.subtract(ids)
                 throw error
             }
             do {
-                try await apply(results, of: batch, report: &report)
+                try await apply(results, of: batch, skipped: &skipped, report: &report)
                 inFlight.subtract(ids)
             } catch {
                 inFlight.subtract(ids)
                 throw error
             }
+            batchLimit = limit
         }
     }
 
-    /// Takes in one batch's results. Records of refused changes are read back first (so that
-    /// the whole batch is settled in one commit; if a read fails the batch stays queued and is
-    /// replayed, which is safe).
-    private func apply(_ results: [PushResult], of batch: [OutboxEntry], report: inout SyncReport) async throws {
-        var serverStates: [RecordKey: RecordState?] = [:]
-        for (entry, result) in zip(batch, results) where result.status == .error {
-            serverStates[entry.key] = try await read(entry.key)
-            if let target = entry.reassignTarget {
-                serverStates[RecordKey(kind: .category, id: target)] = try await read(RecordKey(kind: .category, id: target))
+    /// What the engine must learn from the server before it takes in a batch's results: the
+    /// state of records whose change was refused, and the locations of categories whose delete
+    /// did not happen (they come back as the server has them).
+    private struct ServerReads {
+        var records: [RecordKey: RecordState?] = [:]
+        var categoryLocations: [UUID: [Location]] = [:]
+    }
+
+    /// Takes in one batch's results in one commit. What must be read from the server is read
+    /// first (if a read fails the batch stays queued and is replayed, which is safe).
+    private func apply(
+        _ results: [PushResult], of batch: [OutboxEntry], skipped: inout Set<Int64>, report: inout SyncReport
+    ) async throws {
+        var reads = ServerReads()
+        for (entry, result) in zip(batch, results) {
+            switch result.status {
+            case .error:
+                if entry.change.isLocationDelete && result.error?.code == "E007" { continue }
+                reads.records[entry.key] = try await read(entry.key)
+                if let target = entry.reassignTarget {
+                    reads.records[RecordKey(kind: .category, id: target)] = try await read(RecordKey(kind: .category, id: target))
+                }
+                if entry.isCategoryDelete, case .category? = reads.records[entry.key] ?? nil {
+                    reads.categoryLocations[entry.key.id] = try await locations(ofCategory: entry.key.id)
+                }
+            case .conflict where entry.isCategoryDelete:
+                reads.categoryLocations[entry.key.id] = try await locations(ofCategory: entry.key.id)
+            default:
+                break
             }
         }
-        var transaction = StoreTransaction(try await loaded())
+        var transaction = try begin()
+        // The times of this device's category deletes that may have reached the server: a record
+        // stamped with one of them was last written by this device (stamps are unique per device).
+        let ownStamps = Set(
+            transaction.outbox.ordered.filter { $0.attempted && $0.isCategoryDelete }.compactMap { $0.change.updatedAt?.locifyMilliseconds })
         var counts = (applied: 0, conflicts: 0, rejected: 0)
-        for (sent, result) in zip(batch, results) {
-            // The entry as it is now: results earlier in the batch (and pulls since it was sent)
-            // may have updated what a category delete would give back.
-            let entry = transaction.snapshot.outbox.first { $0.id == sent.id } ?? sent
+        for (entry, result) in zip(batch, results) {
+            if case .unknown(let status) = result.status {
+                // Reported and left queued, not sent again in this sync.
+                skipped.insert(entry.id)
+                transaction.events.append(.unrecognized("push status \(status) for \(entry.change.kind) \(entry.change.recordID)"))
+                continue
+            }
             transaction.removeOutbox(entry.id)
             switch result.status {
-            case .applied:
+            case .applied, .unknown:
                 counts.applied += 1
-                if let record = result.record { transaction.adopt(record) }
+                if let record = result.record { try transaction.adopt(record) }
             case .conflict:
+                if let record = result.record, ownStamps.contains(record.updatedAt.locifyMilliseconds) {
+                    // A replay that met what this device's own later change (a category delete
+                    // sent before, whose answer was lost) made of the record: nothing was lost.
+                    counts.applied += 1
+                    try transaction.adopt(record)
+                    continue
+                }
                 counts.conflicts += 1
-                if entry.isCategoryDelete { transaction.restore(entry) }
                 if let record = result.record {
-                    transaction.adopt(record)
+                    try transaction.adopt(record)
                     transaction.events.append(.conflictResolved(record))
                 }
+                if entry.isCategoryDelete { try restore(entry.key.id, reads, in: &transaction) }
             case .error:
+                let known = reads.records[entry.key]
+                // A delete of a record the server never had (its create never reached it): done.
+                if result.error?.code == "E007", entry.isDelete, known == .some(nil) || entry.change.isLocationDelete {
+                    counts.applied += 1
+                    continue
+                }
                 counts.rejected += 1
-                // A refused category delete gives back what it removed only if the server still
-                // has the category (E007 on a reassign target); one the server never had
-                // (created and deleted before a push) takes its locations with it.
-                if entry.isCategoryDelete, case .category? = serverStates[entry.key] ?? nil { transaction.restore(entry) }
                 let error = result.error ?? .unexpectedResponse(status: 200, body: "error result without error")
                 transaction.events.append(.changeRejected(entry.change, error))
                 var keys = [entry.key]
                 if let target = entry.reassignTarget { keys.append(RecordKey(kind: .category, id: target)) }
                 for key in keys {
-                    guard let state = serverStates[key] else { continue }
-                    if let state {
-                        transaction.adopt(state)
-                    } else if transaction.pending(key).isEmpty {
-                        if key.kind == .category {
-                            transaction.removeCategory(key.id)
-                        } else {
-                            transaction.forgetDisplaced(key.id)
-                            transaction.removeLocation(key.id)
-                        }
-                    }
+                    guard let state = reads.records[key] else { continue }
+                    if let state { try transaction.adopt(state) } else { transaction.adoptAbsence(key) }
                 }
+                if known == .some(nil) { transaction.promoteToCreate(entry.key) }
+                if entry.isCategoryDelete { try restore(entry.key.id, reads, in: &transaction) }
             }
         }
-        try await commit(transaction)
+        try commit(&transaction)
         report.pushed += batch.count
         report.applied += counts.applied
         report.conflicts += counts.conflicts
         report.rejected += counts.rejected
         emit(.pushed(changes: batch.count, applied: counts.applied, conflicts: counts.conflicts, rejected: counts.rejected))
-        for event in transaction.events { emit(event) }
+    }
+
+    /// A category delete that did not happen on the server: its locations come back as the server
+    /// has them (a location with a newer pending local change keeps it).
+    private func restore(_ categoryID: UUID, _ reads: ServerReads, in transaction: inout StoreTransaction) throws {
+        guard let locations = reads.categoryLocations[categoryID] else { return }
+        for location in locations { try transaction.adopt(.location(location)) }
+        transaction.events.append(.restored(categoryID: categoryID, locationIDs: locations.map(\.id)))
     }
 
     /// The server's state of one record, or nil when it has none (E007).
@@ -353,48 +447,60 @@ public actor SyncEngine {
         }
     }
 
-    private func pullAll(report: inout SyncReport) async throws {
-        var cursor = try await loaded().cursor
+    private func locations(ofCategory id: UUID) async throws -> [Location] {
+        try await patiently { try await self.api.allLocations(LocifyAPIClient.LocationQuery(categoryID: id)) }
+    }
+
+    private func pullAll(user: String, report: inout SyncReport) async throws {
+        var cursor = try loaded().metadata.cursor
+        // A resync starts by forgetting the synced records (the snapshot brings back what is still
+        // there). A store's first pull instead keeps them while it runs (forgetting them would hide
+        // the user's places until the last page arrived) and, once the whole snapshot has arrived
+        // in this sync, drops those it did not contain (deleted elsewhere meanwhile).
+        var resyncing = false
+        var firstPullSeen: Set<RecordKey>? = cursor == nil ? [] : nil
         while true {
             try Self.checkCancellation()
             let page: FeedPage
             do {
-                page = try await patiently { try await self.api.pull(since: cursor, limit: self.pullLimit) }
-            } catch LocifyError.cursorExpired {
-                guard cursor != nil else { throw LocifyError.unexpectedResponse(status: 410, body: "E009 without a cursor") }
+                page = try await feedPage(since: cursor, user: user)
+            } catch let error as LocifyError where cursor != nil && (error.code == "E009" || error.code == "E001") {
+                // The cursor expired (E009) or the server does not take it (E001): start again
+                // from a snapshot, keeping the unsynced local changes.
                 emit(.resyncStarted)
                 report.resynced = true
+                resyncing = true
                 cursor = nil
                 continue
             }
-            var transaction = StoreTransaction(try await loaded())
-            if cursor == nil { transaction.forgetSyncedRecords() }
+            var transaction = try begin()
+            if cursor == nil && resyncing {
+                transaction.forgetSyncedRecords()
+                firstPullSeen = nil
+            }
             for change in page.changes {
+                if let kind = change.kind, let id = change.id { firstPullSeen?.insert(RecordKey(kind: kind, id: id)) }
                 switch change {
-                case .upsert(let state): transaction.adopt(state, inFlight: inFlight)
-                case .delete(let kind, let tombstone): transaction.adopt(.tombstone(kind, tombstone), inFlight: inFlight)
+                case .upsert(let state): try transaction.adopt(state)
+                case .delete(let kind, let tombstone): try transaction.adopt(.tombstone(kind, tombstone))
+                case .unrecognized(let type, let action): transaction.events.append(.unrecognized("feed change \(type) \(action)"))
                 }
             }
+            if !page.hasMore, let seen = firstPullSeen { transaction.forgetSyncedRecords(except: seen) }
             transaction.setCursor(page.cursor)
-            try await commit(transaction)
+            try commit(&transaction)
             report.pulled += page.changes.count
-            for event in transaction.events { emit(event) }
             emit(.pulled(changes: page.changes.count, hasMore: page.hasMore))
             cursor = page.cursor
             if !page.hasMore { return }
         }
     }
 
-    // MARK: Plumbing
-
-    /// Longest `Retry-After` (seconds) the engine waits out by itself on S001 or S003; longer
-    /// ones fail the sync (default 5, 0 never waits).
-    public var maxRetryAfter = 5
-
-    /// Sets ``maxRetryAfter``.
-    public func setMaxRetryAfter(_ seconds: Int) {
-        maxRetryAfter = max(seconds, 0)
+    private func feedPage(since cursor: String?, user: String) async throws -> FeedPage {
+        try await patiently { try await self.api.pull(since: cursor, limit: self.pullLimit, asUser: user) }
     }
+
+    // MARK: Plumbing
 
     /// Runs `request`, waiting out a short `Retry-After` of S001 (rate limited) or S003
     /// (unavailable) up to three times. The wait ends early when the task is cancelled.
@@ -420,37 +526,49 @@ public actor SyncEngine {
         }
     }
 
-    private func loaded() async throws -> LocalSnapshot {
-        if let snapshot { return snapshot }
-        let loaded = try await store.load()
-        if let snapshot { return snapshot }  // another call loaded it meanwhile
-        snapshot = loaded
+    /// Runs a read on the store, its failures reported as ``LocifyError/storeFailed(_:)``.
+    private func reading<Result>(_ body: (any LocalStore) throws -> Result) throws -> Result {
+        do {
+            return try body(store)
+        } catch let error as LocifyError {
+            throw error
+        } catch {
+            throw LocifyError.storeFailed(String(describing: error))
+        }
+    }
+
+    private func loaded() throws -> (outbox: OutboxState, metadata: StoreMetadata) {
+        if let state { return state }
+        let (entries, metadata) = try reading { store in (try store.outbox(), try store.metadata()) }
+        let loaded = (OutboxState(entries, nextID: metadata.nextOutboxID), metadata)
+        state = loaded
         // Edits after a relaunch are stamped after the ones still queued.
-        if let latest = loaded.outbox.compactMap({ $0.change.updatedAt?.locifyMilliseconds }).max() {
+        if let latest = entries.compactMap({ $0.change.updatedAt?.locifyMilliseconds }).max() {
             lastStamp = max(lastStamp, latest)
         }
         return loaded
     }
 
-    /// Makes `transaction` the current state and commits it to the store; commits reach the
-    /// store in the order they were made. If the store fails, the state is read back from it.
-    private func commit(_ transaction: StoreTransaction) async throws {
-        snapshot = transaction.snapshot
-        let changes = transaction.changes
-        if changes.isEmpty { return }
-        let previous = commitTail
-        let store = self.store
-        let task = Task {
-            _ = await previous?.result
-            try await store.commit(changes)
+    private func begin() throws -> StoreTransaction {
+        let state = try loaded()
+        return StoreTransaction(store: store, outbox: state.outbox, metadata: state.metadata)
+    }
+
+    /// Commits `transaction` to the store in one atomic change and makes it the current state,
+    /// then reports its events. A store failure changes nothing (the next use reloads from the
+    /// store) and is thrown as ``LocifyError/storeFailed(_:)``.
+    private func commit(_ transaction: inout StoreTransaction) throws {
+        let changes = transaction.takeChanges()
+        if !changes.isEmpty {
+            do {
+                try store.commit(changes)
+            } catch {
+                state = nil
+                throw LocifyError.storeFailed(String(describing: error))
+            }
         }
-        commitTail = task
-        do {
-            try await task.value
-        } catch {
-            snapshot = nil
-            throw error
-        }
+        state = (transaction.outbox, transaction.metadata)
+        for event in transaction.events { emit(event) }
     }
 
     /// The device's time for a new edit of a record last stamped `previous`: never earlier than
@@ -487,9 +605,32 @@ public actor SyncEngine {
         return .unexpectedResponse(status: 0, body: String(describing: error))
     }
 
-    /// The error the server would give, for an edit refused before it leaves the device.
-    static func localError(_ status: Int, _ code: String, _ message: String) -> LocifyError {
-        LocifyError(ServerError(status: status, code: code, message: message))
+    /// Runs the shared rules (LocifyRules, the server's own) on an edit: a write the server
+    /// would refuse is refused at once, with the server's code and message.
+    @discardableResult
+    static func checked<Result>(_ rules: () throws(RuleViolation) -> Result) throws(LocifyError) -> Result {
+        do {
+            return try rules()
+        } catch {
+            throw LocifyError(error)
+        }
+    }
+}
+
+extension LocifyError {
+    /// A push the server refused as a whole (too large, or a batch it will not take): split it.
+    var refusesWholeBatch: Bool {
+        switch self {
+        case .payloadTooLarge, .invalidInput: return true
+        default: return false
+        }
+    }
+}
+
+extension PushChange {
+    var isLocationDelete: Bool {
+        if case .deleteLocation = self { return true }
+        return false
     }
 }
 

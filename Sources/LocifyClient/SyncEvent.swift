@@ -18,6 +18,9 @@ public enum SyncEvent: Sendable, Hashable {
     /// The cursor expired (E009): the local copy is being rebuilt from a snapshot; unsynced local
     /// changes are kept.
     case resyncStarted
+    /// The server sent something this version does not know (a feed record type, a push
+    /// status): it was skipped (a change with an unknown status stays queued).
+    case unrecognized(String)
     /// One page of the change feed was applied.
     case pulled(changes: Int, hasMore: Bool)
     /// The sync completed.

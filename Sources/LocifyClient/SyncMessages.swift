@@ -2,9 +2,22 @@ import Foundation
 
 /// The server's verdict on one pushed change, in the order the changes were sent.
 public struct PushResult: Decodable, Sendable, Hashable {
-    /// `applied` (or replayed), `conflict` (lost to a newer server version) or `error`.
-    public enum Status: String, Decodable, Sendable, Hashable {
+    /// `applied` (or replayed), `conflict` (lost to a newer server version) or `error`; a status
+    /// this version does not know is kept as sent (the engine reports it and leaves the change queued).
+    public enum Status: Decodable, Sendable, Hashable {
         case applied, conflict, error
+        case unknown(String)
+
+        /// Decodes the status string.
+        public init(from decoder: any Decoder) throws {
+            let text = try decoder.singleValueContainer().decode(String.self)
+            switch text {
+            case "applied": self = .applied
+            case "conflict": self = .conflict
+            case "error": self = .error
+            default: self = .unknown(text)
+            }
+        }
     }
 
     /// The change's `type` as sent.
@@ -21,6 +34,15 @@ public struct PushResult: Decodable, Sendable, Hashable {
 
     enum CodingKeys: String, CodingKey {
         case type, id, status, data, error
+    }
+
+    /// The result of a change the server refused with the whole request (a batch of one).
+    init(refused change: PushChange, _ error: LocifyError) {
+        kind = change.kind
+        id = change.recordID
+        status = .error
+        record = nil
+        self.error = error
     }
 
     /// Decodes one entry of the push response's `results`; `data` is read as a record of `type`
@@ -50,20 +72,24 @@ public struct PushResult: Decodable, Sendable, Hashable {
 public enum FeedChange: Decodable, Sendable, Hashable {
     case upsert(RecordState)
     case delete(RecordKind, Tombstone)
+    /// A record type or action this version does not know (a newer server): reported and skipped.
+    case unrecognized(type: String, action: String)
 
-    /// Whether the change is about a category or a location.
-    public var kind: RecordKind {
+    /// Whether the change is about a category or a location (nil for an unrecognized one).
+    public var kind: RecordKind? {
         switch self {
         case .upsert(let state): return state.kind
         case .delete(let kind, _): return kind
+        case .unrecognized: return nil
         }
     }
 
-    /// The id of the record changed or deleted.
-    public var id: UUID {
+    /// The id of the record changed or deleted (nil for an unrecognized one).
+    public var id: UUID? {
         switch self {
         case .upsert(let state): return state.id
         case .delete(_, let tombstone): return tombstone.id
+        case .unrecognized: return nil
         }
     }
 
@@ -76,8 +102,12 @@ public enum FeedChange: Decodable, Sendable, Hashable {
     /// `upsert`, a tombstone from `id` and `deleted_at` for a `delete`.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        let kind = try container.decode(RecordKind.self, forKey: .type)
+        let type = try container.decode(String.self, forKey: .type)
         let action = try container.decode(String.self, forKey: .action)
+        guard let kind = RecordKind(rawValue: type), action == "delete" || action == "upsert" else {
+            self = .unrecognized(type: type, action: action)
+            return
+        }
         if action == "delete" {
             self = .delete(
                 kind,

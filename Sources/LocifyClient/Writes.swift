@@ -8,19 +8,23 @@ public struct CategoryWrite: Codable, Sendable, Hashable {
     public var name: String
     /// An absolute `https` URL of at most 2048 characters, or nil for none.
     public var icon: String?
+    /// When the record was first made on the device; the server takes it on create only.
+    public var createdAt: Date?
     /// When the user made the change on the device; nil lets the server stamp it (never conflicts).
     public var updatedAt: Date?
 
     /// A create or replace of category `id` with these fields, made at `updatedAt` (nil: the server stamps it).
-    public init(id: UUID, name: String, icon: String? = nil, updatedAt: Date? = nil) {
+    public init(id: UUID, name: String, icon: String? = nil, createdAt: Date? = nil, updatedAt: Date? = nil) {
         self.id = id
         self.name = name
         self.icon = icon
+        self.createdAt = createdAt
         self.updatedAt = updatedAt
     }
 
     enum CodingKeys: String, CodingKey {
         case id, name, icon
+        case createdAt = "created_at"
         case updatedAt = "updated_at"
     }
 
@@ -31,6 +35,7 @@ public struct CategoryWrite: Codable, Sendable, Hashable {
         try container.encode(id, forKey: .id)
         try container.encode(name, forKey: .name)
         try container.encode(icon, forKey: .icon)
+        try container.encodeIfPresent(createdAt, forKey: .createdAt)
         try container.encodeIfPresent(updatedAt, forKey: .updatedAt)
     }
 }
@@ -55,13 +60,16 @@ public struct LocationWrite: Codable, Sendable, Hashable {
     public var isFavorite: Bool
     /// At most 10 distinct absolute `https` URLs of at most 2048 characters each.
     public var imageURLs: [String]
+    /// When the record was first made on the device; the server takes it on create only.
+    public var createdAt: Date?
     /// When the user made the change on the device; nil lets the server stamp it.
     public var updatedAt: Date?
 
     /// A create or replace of location `id` with these fields, made at `updatedAt` (nil: the server stamps it).
     public init(
         id: UUID, categoryID: UUID, name: String, address: String? = nil, description: String? = nil,
-        latitude: Double, longitude: Double, isFavorite: Bool = false, imageURLs: [String] = [], updatedAt: Date? = nil
+        latitude: Double, longitude: Double, isFavorite: Bool = false, imageURLs: [String] = [], createdAt: Date? = nil,
+        updatedAt: Date? = nil
     ) {
         self.id = id
         self.categoryID = categoryID
@@ -72,6 +80,7 @@ public struct LocationWrite: Codable, Sendable, Hashable {
         self.longitude = longitude
         self.isFavorite = isFavorite
         self.imageURLs = imageURLs
+        self.createdAt = createdAt
         self.updatedAt = updatedAt
     }
 
@@ -80,6 +89,7 @@ public struct LocationWrite: Codable, Sendable, Hashable {
         case categoryID = "category_id"
         case isFavorite = "is_favorite"
         case imageURLs = "image_urls"
+        case createdAt = "created_at"
         case updatedAt = "updated_at"
     }
 
@@ -96,6 +106,7 @@ public struct LocationWrite: Codable, Sendable, Hashable {
         try container.encode(longitude, forKey: .longitude)
         try container.encode(isFavorite, forKey: .isFavorite)
         try container.encode(imageURLs, forKey: .imageURLs)
+        try container.encodeIfPresent(createdAt, forKey: .createdAt)
         try container.encodeIfPresent(updatedAt, forKey: .updatedAt)
     }
 }

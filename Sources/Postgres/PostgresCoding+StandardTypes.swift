@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LocifyRules
 import Primitives
 
 // Binary wire formats of the scalar types the backend uses. Integers and floats are big-endian;

@@ -1,3 +1,4 @@
+import LocifyRules
 import Primitives
 
 /// `Timestamp` is bound and decoded as `timestamptz`, exactly: PostgreSQL keeps microseconds and

@@ -1,5 +1,6 @@
 @testable import FirebaseAdmin
 import JSON
+import LocifyRules
 import Testing
 import TestSupport
 

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Locify
+import LocifyRules
 import Postgres
 import Primitives
 import Synchronization

@@ -250,10 +250,12 @@ struct CategoriesAndLocationsWriteTests {
         expectConflict(try fixture.delete(id: id, ["updated_at": .string(clientTime(9))]), data: stored)
         expectNoContent(try fixture.delete(id: id, ["updated_at": .string(clientTime(11)), "unknown": true]))
         expectConflict(try fixture.post(fixture.body(id: id, updatedAt: clientTime(11))), data: tombstoneJSON(id: id, deletedAt: clientTime(11)))
-        // Already deleted: idempotent whatever the time.
+        // Already deleted: 204 whatever the time; an older delete changes nothing, a newer one moves
+        // the tombstone to its time (openapi.yaml, "Writes in any order").
         expectNoContent(try fixture.delete(id: id, ["updated_at": .string(clientTime(1))]))
-        expectNoContent(try fixture.delete(id: id, ["updated_at": .string(clientTime(20))]))
         expectConflict(try fixture.post(fixture.body(id: id, updatedAt: clientTime(11))), data: tombstoneJSON(id: id, deletedAt: clientTime(11)))
+        expectNoContent(try fixture.delete(id: id, ["updated_at": .string(clientTime(20))]))
+        expectConflict(try fixture.post(fixture.body(id: id, updatedAt: clientTime(19))), data: tombstoneJSON(id: id, deletedAt: clientTime(20)))
     }
 
     @Test("DELETE options that are malformed are refused: bad updated_at E001, non-object or invalid JSON body E001, non-JSON body E012", arguments: Resource.allCases)

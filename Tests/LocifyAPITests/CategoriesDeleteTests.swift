@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Locify
+import LocifyRules
 import Primitives
 import Testing
 import TestSupport
@@ -61,12 +62,12 @@ struct CategoryDeleteFixture {
         expectConflict(
             try user.post("/v1/categories", categoryBody(id: source, name: "Source", ["updated_at": .string(clientTime(10))])),
             data: tombstoneJSON(id: source, deletedAt: clientTime(10)), sourceLocation: sourceLocation)
-        // Each moved location: stamped with the later of the delete's time and its own, version + 1.
+        // Each moved location: version + 1, its own clock kept (openapi.yaml, "Writes in any order").
         expectRecord(
             try location(early), 200,
             locationJSON(
                 id: early, user: user, categoryID: target, name: "Early", isFavorite: true, version: 2, createdAt: clientTime(0),
-                updatedAt: clientTime(10)), sourceLocation: sourceLocation)
+                updatedAt: clientTime(0)), sourceLocation: sourceLocation)
         expectRecord(
             try location(late), 200,
             locationJSON(id: late, user: user, categoryID: target, name: "Late", version: 2, createdAt: clientTime(20), updatedAt: clientTime(20)),
@@ -88,7 +89,7 @@ struct CategoryDeleteFixture {
 
 @Suite("Category delete over HTTP: reassign and cascade (openapi.yaml)")
 struct CategoriesDeleteTests {
-    @Test("reassign_category_id in the JSON body moves the live locations; each gets max(delete time, own updated_at) and version + 1")
+    @Test("reassign_category_id in the JSON body moves the live locations; each keeps its updated_at, version + 1")
     func reassignInBody() throws {
         let fixture = try CategoryDeleteFixture()
         expectNoContent(
@@ -121,16 +122,13 @@ struct CategoriesDeleteTests {
         try fixture.expectUntouched()
     }
 
-    @Test("reassign_category_id naming an unknown, deleted or another user's category is E007; nothing changes")
+    @Test("reassign_category_id naming an unknown or another user's category is E007; nothing changes")
     func reassignToMissingCategory() throws {
         let fixture = try CategoryDeleteFixture()
-        let gone = newID()
-        try fixture.user.createCategory(gone, updatedAtMinute: 0)
-        expectNoContent(try fixture.user.delete("/v1/categories/\(gone)"))
         let other = try APIUser.fresh()
         let othersCategory = newID()
         try other.createCategory(othersCategory)
-        for missing in [newID(), gone, othersCategory] {
+        for missing in [newID(), othersCategory] {
             expectError(
                 try fixture.user.delete("/v1/categories/\(fixture.source)", ["reassign_category_id": .string(missing)]), 404, "E007")
             expectError(try fixture.user.delete("/v1/categories/\(fixture.source)?reassign_category_id=\(missing)"), 404, "E007")
@@ -140,7 +138,28 @@ struct CategoriesDeleteTests {
         #expect(try other.get("/v1/locations").meta["total_count"] == 0)
     }
 
-    @Test("without reassign, the category and all its live locations are tombstoned: deleted_at = max(delete time, own updated_at), version + 1")
+    @Test("reassign_category_id naming a deleted category: its locations follow that one (shown deleted), and come back with it")
+    func reassignToDeletedCategory() throws {
+        let fixture = try CategoryDeleteFixture()
+        let user = fixture.user
+        let gone = newID()
+        try user.createCategory(gone, name: "Gone", updatedAtMinute: 0)
+        expectNoContent(try user.delete("/v1/categories/\(gone)?updated_at=\(clientTime(5))"))
+        expectNoContent(try user.delete("/v1/categories/\(fixture.source)?reassign_category_id=\(gone)&updated_at=\(clientTime(10))"))
+        for id in [fixture.early, fixture.late] {
+            expectError(try fixture.location(id), 404, "E007")
+            #expect(try user.storedVersion("locations", id) == 2)
+        }
+        // The category they follow comes back with a newer write, and so do they, in it.
+        #expect(try user.put("/v1/categories/\(gone)", categoryBody(id: gone, name: "Back", ["updated_at": .string(clientTime(30))])).status == 200)
+        let inGone = try user.get("/v1/locations?category_id=\(gone)")
+        #expect(Set(inGone.data.compactMap { $0.objectValue?["id"]?.stringValue }) == [fixture.early, fixture.late])
+        #expect(try fixture.location(fixture.late).object["updated_at"]?.stringValue == clientTime(20))
+        #expect(try fixture.category(gone).object["location_count"] == 2)
+        expectError(try fixture.category(fixture.source), 404, "E007")
+    }
+
+    @Test("without reassign, the category's live locations are shown deleted (deleted_at = their own updated_at), version + 1")
     func cascade() throws {
         let fixture = try CategoryDeleteFixture()
         let user = fixture.user
@@ -151,8 +170,8 @@ struct CategoriesDeleteTests {
             #expect(try user.storedVersion("locations", id) == 2)
         }
         expectConflict(
-            try user.post("/v1/locations", locationBody(id: fixture.early, categoryID: fixture.target, ["updated_at": .string(clientTime(10))])),
-            data: tombstoneJSON(id: fixture.early, deletedAt: clientTime(10)))
+            try user.post("/v1/locations", locationBody(id: fixture.early, categoryID: fixture.target, ["updated_at": .string(clientTime(0))])),
+            data: tombstoneJSON(id: fixture.early, deletedAt: clientTime(0)))
         expectConflict(
             try user.post("/v1/locations", locationBody(id: fixture.late, categoryID: fixture.target, ["updated_at": .string(clientTime(19))])),
             data: tombstoneJSON(id: fixture.late, deletedAt: clientTime(20)))
@@ -165,33 +184,37 @@ struct CategoriesDeleteTests {
         let list = try user.get("/v1/locations")
         #expect(list.meta["total_count"] == 1 && list.data.first?.objectValue?["id"]?.stringValue == fixture.bystander)
         #expect(try user.get("/v1/locations?is_favorite=true").meta["total_count"] == 0)
-        // A cascaded location comes back with a newer write into a live category (version + 1);
-        // not into the deleted one.
+        // A newer write into the deleted category is answered E007 and kept (still shown deleted,
+        // at its time); a newer write into a live category brings the location back there.
         expectError(
             try user.post("/v1/locations", locationBody(id: fixture.late, categoryID: fixture.source, ["updated_at": .string(clientTime(30))])),
             404, "E007")
+        expectConflict(
+            try user.post("/v1/locations", locationBody(id: fixture.late, categoryID: fixture.target, ["updated_at": .string(clientTime(29))])),
+            data: tombstoneJSON(id: fixture.late, deletedAt: clientTime(30)))
         let revived = try user.post(
-            "/v1/locations", locationBody(id: fixture.late, categoryID: fixture.target, name: "Late", ["updated_at": .string(clientTime(30))]))
+            "/v1/locations", locationBody(id: fixture.late, categoryID: fixture.target, name: "Late", ["updated_at": .string(clientTime(31))]))
         expectRecord(
             revived, 200,
             locationJSON(
-                id: fixture.late, user: user, categoryID: fixture.target, name: "Late", version: 3, createdAt: clientTime(20),
-                updatedAt: clientTime(30)))
+                id: fixture.late, user: user, categoryID: fixture.target, name: "Late", version: 4, createdAt: clientTime(20),
+                updatedAt: clientTime(31)))
     }
 
-    @Test("an unstamped category delete is stamped with the server clock; moved locations get it too (it is later than their own times)")
+    @Test("an unstamped category delete is stamped with the server clock; moved locations keep their own times")
     func unstampedDelete() throws {
         let fixture = try CategoryDeleteFixture()
         let before = Timestamp.now()
         expectNoContent(try fixture.user.delete("/v1/categories/\(fixture.source)", ["reassign_category_id": .string(fixture.target)]))
         let after = Timestamp.now()
-        for id in [fixture.early, fixture.late] {
+        for (id, minute) in [(fixture.early, 0), (fixture.late, 20)] {
             let moved = try fixture.location(id)
-            let stamped = try #require(timestamp(moved.object, "updated_at"))
-            #expect(stamped >= before && stamped <= after && moved.object["version"] == 2 && isAPITimestamp(moved.object["updated_at"]?.stringValue))
+            #expect(moved.object["updated_at"]?.stringValue == clientTime(minute) && moved.object["version"] == 2)
         }
-        let deletedAt = try #require(try fixture.user.storedColumn("categories", fixture.source, "deleted_at"))
-        #expect(!deletedAt.isEmpty)
+        let conflict = try fixture.user.post(
+            "/v1/categories", categoryBody(id: fixture.source, ["updated_at": .string(clientTime(0))]))
+        let deletedAt = try #require(conflict.object["data"]?.objectValue.flatMap { timestamp($0, "deleted_at") })
+        #expect(deletedAt >= before && deletedAt <= after)
     }
 
     @Test("a category delete older than the category is 409 E008 with the category; neither reassign nor cascade happens")
@@ -206,16 +229,29 @@ struct CategoriesDeleteTests {
         try fixture.expectUntouched()
     }
 
-    @Test("deleting an already deleted category is 204 and changes nothing, with or without reassign")
+    @Test("deleting an already deleted category is 204: an unstamped, older or same-time delete changes nothing; a newer one replaces it")
     func deleteAgain() throws {
         let fixture = try CategoryDeleteFixture()
         let path = "/v1/categories/\(fixture.source)"
         expectNoContent(try fixture.user.delete(path, ["reassign_category_id": .string(fixture.target), "updated_at": .string(clientTime(10))]))
         expectNoContent(try fixture.user.delete(path))
         expectNoContent(try fixture.user.delete(path, ["reassign_category_id": .string(fixture.target)]))
-        expectNoContent(try fixture.user.delete(path + "?updated_at=\(clientTime(50))"))
+        expectNoContent(try fixture.user.delete(path + "?updated_at=\(clientTime(9))"))
+        expectNoContent(try fixture.user.delete(path + "?updated_at=\(clientTime(10))"))
         try fixture.expectReassigned()
         #expect(try fixture.user.storedVersion("categories", fixture.source) == 2)
+        // A newer delete, a cascade this time: the tombstone takes its time, and the locations
+        // follow the cascade (shown deleted), each version + 1.
+        expectNoContent(try fixture.user.delete(path + "?updated_at=\(clientTime(50))"))
+        #expect(try fixture.user.storedVersion("categories", fixture.source) == 3)
+        expectConflict(
+            try fixture.user.post("/v1/categories", categoryBody(id: fixture.source, ["updated_at": .string(clientTime(49))])),
+            data: tombstoneJSON(id: fixture.source, deletedAt: clientTime(50)))
+        for id in [fixture.early, fixture.late] {
+            expectError(try fixture.location(id), 404, "E007")
+            #expect(try fixture.user.storedVersion("locations", id) == 3)
+        }
+        #expect(try fixture.category(fixture.target).object["location_count"] == 1)
     }
 
     @Test("default categories delete like any other: cascade, reassign into one, idempotent")
@@ -227,7 +263,7 @@ struct CategoriesDeleteTests {
         try user.createLocation(place, in: restaurant, ["updated_at": .string(clientTime(0))])
         expectNoContent(try user.delete("/v1/categories/\(restaurant)?reassign_category_id=\(cafe.uppercased())&updated_at=\(clientTime(5))"))
         let moved = try user.get("/v1/locations/\(place)")
-        #expect(moved.object["category_id"]?.stringValue == cafe && moved.object["updated_at"]?.stringValue == clientTime(5))
+        #expect(moved.object["category_id"]?.stringValue == cafe && moved.object["updated_at"]?.stringValue == clientTime(0))
         expectNoContent(try user.delete("/v1/categories/\(cafe)"))
         expectError(try user.get("/v1/locations/\(place)"), 404, "E007")
         expectNoContent(try user.delete("/v1/categories/\(cafe)"))

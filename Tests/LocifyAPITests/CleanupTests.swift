@@ -2,6 +2,7 @@ import FirebaseAdmin
 import Foundation
 import JSON
 import LocifyAPI
+import LocifyRules
 import Postgres
 import Testing
 import TestSupport

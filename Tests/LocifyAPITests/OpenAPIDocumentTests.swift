@@ -1,5 +1,7 @@
 import Foundation
 import HTTPServer
+import LocifyAPI
+import LocifyRules
 import Testing
 import TestSupport
 import TestSupportServer
@@ -133,8 +135,18 @@ struct OpenAPIDocumentTests {
     @Test("every error code of openapi.yaml is in the document's Error schema")
     func errorCodes() throws {
         let text = try String(contentsOf: ProjectPaths.root.appendingPathComponent("openapi.yaml"), encoding: .utf8)
-        let codes = (1...12).map { String(format: "E%03d", $0) } + ["S001", "S002", "S003"]
+        let codes = ErrorCode.allCases.map(\.rawValue)
+        #expect(codes == (1...12).map { String(format: "E%03d", $0) } + ["S001", "S002", "S003"])
         let enumLine = "enum: [\(codes.joined(separator: ", "))]"
         #expect(text.contains(enumLine))
+    }
+
+    @Test("the shared error table (LocifyRules' ErrorCode) is openapi.yaml's, row for row, and APIError answers with its statuses")
+    func errorTable() throws {
+        let text = try String(contentsOf: ProjectPaths.root.appendingPathComponent("openapi.yaml"), encoding: .utf8)
+        for code in ErrorCode.allCases {
+            #expect(text.contains("    | \(code.rawValue) | \(code.httpStatus) | \(code.meaning) |\n"), "\(code.rawValue)")
+            #expect(APIError(code, message: "m").status.code == code.httpStatus)
+        }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Locify
+import LocifyRules
 import Primitives
 
 /// Builders of push changes and record bodies.

@@ -123,3 +123,15 @@ struct ServerView: Sendable, Equatable {
         return ServerView(categories: snapshot.categories, locations: snapshot.locations).comparable
     }
 }
+
+/// A SQLite store in a temporary file, which a test can open again as a relaunched app would.
+struct TemporaryStoreFile: Sendable {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("locify-client-\(UUID()).sqlite")
+
+    func open() throws -> SQLiteStore { try SQLiteStore(path: url.path) }
+
+    /// Removes the database and its WAL files.
+    func remove() {
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+    }
+}

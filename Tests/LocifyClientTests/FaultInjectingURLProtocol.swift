@@ -39,26 +39,53 @@ final class FaultInjectingURLProtocol: URLProtocol {
         }
         head += "Content-Length: \(body.count)\r\n\r\n"
         let bytes = Array(head.utf8) + Array(body)
+        let sentBody = body
         let method = request.httpMethod ?? "GET"
         Self.forwarding.async {
-            if fault == .failBeforeSending {
+            switch fault {
+            case .failBeforeSending:
                 loader.fail(URLError(.notConnectedToInternet))
                 return
+            case .timeoutBeforeSending:
+                Thread.sleep(forTimeInterval: 0.02)
+                loader.fail(URLError(.timedOut))
+                return
+            case .answerBeforeSending(let status, let retryAfter):
+                loader.finish(Self.injectedError(url, status: status, retryAfter: retryAfter), Self.injectedBody(status: status))
+                return
+            default:
+                break
             }
             if case .delayed(let milliseconds) = fault { Thread.sleep(forTimeInterval: Double(milliseconds) / 1000) }
             let raw: RawHTTPResponse
+            let isPush = method == "POST" && url.path == "/v1/sync/push"
             do {
+                // Pushes reach the server one at a time, so the observer knows their order.
+                if isPush { PushObserver.lock.lock() }
+                defer { if isPush { PushObserver.lock.unlock() } }
                 let connection = try RawHTTPClient(port: port)
                 defer { connection.close() }
                 try connection.send(bytes)
                 raw = try connection.readResponse(timeout: .seconds(30), isResponseToHead: method == "HEAD")
+                if isPush && raw.status == 200 {
+                    PushObserver.record(device: String(host.prefix { $0 != "." }), request: sentBody, response: Data(raw.body))
+                }
             } catch {
                 loader.fail(URLError(.cannotConnectToHost))
                 return
             }
-            if fault == .dropAnswer {
+            switch fault {
+            case .dropAnswer:
                 loader.fail(URLError(.networkConnectionLost))
                 return
+            case .timeoutAfterApplying:
+                loader.fail(URLError(.timedOut))
+                return
+            case .answerAfterApplying(let status):
+                loader.finish(Self.injectedError(url, status: status, retryAfter: nil), Self.injectedBody(status: status))
+                return
+            default:
+                break
             }
             var headers: [String: String] = [:]
             for field in raw.headers { headers[field.name] = field.value }
@@ -71,6 +98,21 @@ final class FaultInjectingURLProtocol: URLProtocol {
     }
 
     override func stopLoading() {}
+
+    /// The head of an error answer the server never gave.
+    private static func injectedError(_ url: URL, status: Int, retryAfter: Int?) -> HTTPURLResponse {
+        var headers = ["Content-Type": "application/json; charset=utf-8", "X-Request-Id": "injected"]
+        if let retryAfter { headers["Retry-After"] = String(retryAfter) }
+        // safe because: the status and headers are valid
+        return HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!
+    }
+
+    /// The API's error body for an injected status (S001, S002 or S003).
+    private static func injectedBody(status: Int) -> Data {
+        let codes = [400: "E001", 413: "E010", 429: "S001", 503: "S003"]
+        let code = codes[status] ?? "S002"
+        return Data(#"{"error":{"code":"\#(code)","message":"injected by the test network"}}"#.utf8)
+    }
 
     private static func read(_ stream: InputStream) -> Data {
         var data = Data()
@@ -120,6 +162,30 @@ enum Fault: Sendable, Equatable {
     case hang
     /// Send it after this many milliseconds.
     case delayed(Int)
+    /// Time out before the request reaches the server.
+    case timeoutBeforeSending
+    /// The server applies the request, then the client times out waiting for the answer.
+    case timeoutAfterApplying
+    /// An error answer (500, 503, 429) in place of the server's, which never sees the request.
+    case answerBeforeSending(status: Int, retryAfter: Int?)
+    /// The server applies the request, but the client gets an error answer (500) instead of its.
+    case answerAfterApplying(status: Int)
+
+    /// Every kind of failure, as the model-based history test draws them.
+    static let everyKind: [Fault] = [
+        .failBeforeSending, .dropAnswer, .timeoutBeforeSending, .timeoutAfterApplying,
+        .answerBeforeSending(status: 500, retryAfter: nil), .answerAfterApplying(status: 500),
+        .answerBeforeSending(status: 503, retryAfter: 0), .answerBeforeSending(status: 503, retryAfter: 1),
+        .answerBeforeSending(status: 429, retryAfter: 0), .answerBeforeSending(status: 429, retryAfter: 1),
+    ]
+
+    /// Whether the server never saw the request.
+    var isBeforeSending: Bool {
+        switch self {
+        case .failBeforeSending, .timeoutBeforeSending, .answerBeforeSending: return true
+        default: return false
+        }
+    }
 }
 
 /// Per-device failure rates, drawn from a seeded generator (the draws' order depends on the
@@ -130,6 +196,8 @@ final class FaultPlans: Sendable {
         /// Faults for the next requests, in order, before the random ones.
         var script: [Fault] = []
         var failureRate: Double
+        /// The failures drawn from, uniformly.
+        var kinds: [Fault] = [.failBeforeSending, .dropAnswer]
         var generator: SeededGenerator
         var failures = 0
         var dropped = 0
@@ -138,11 +206,13 @@ final class FaultPlans: Sendable {
 
     private static let plans = Mutex<[String: Plan]>([:])
 
-    /// Sets `device`'s failure rate (0 passes everything); half the failures drop the answer.
-    static func set(device: String, failureRate: Double, seed: UInt64) {
+    /// Sets `device`'s failure rate (0 passes everything); each failure is one of `kinds` (by
+    /// default: half fail before sending, half drop the answer).
+    static func set(device: String, failureRate: Double, seed: UInt64, kinds: [Fault] = [.failBeforeSending, .dropAnswer]) {
         plans.withLock { plans in
             var plan = plans[device] ?? Plan(failureRate: failureRate, generator: SeededGenerator(seed: seed))
             plan.failureRate = failureRate
+            plan.kinds = kinds
             plans[device] = plan
         }
     }
@@ -181,9 +251,9 @@ final class FaultPlans: Sendable {
             }
             var fault = Fault.none
             if plan.failureRate > 0, Double.random(in: 0..<1, using: &plan.generator) < plan.failureRate {
-                fault = Bool.random(using: &plan.generator) ? .failBeforeSending : .dropAnswer
+                fault = plan.kinds.randomElement(using: &plan.generator) ?? .none
                 plan.failures += 1
-                if fault == .dropAnswer { plan.dropped += 1 }
+                if !fault.isBeforeSending { plan.dropped += 1 }
             }
             plans[device] = plan
             return fault

@@ -3,89 +3,20 @@ import Testing
 
 @testable import LocifyClient
 
-@Suite("LocifyClient pure rules: timestamps, last write wins, outbox, error decoding")
+@Suite("LocifyClient pure rules: timestamps, error decoding")
 struct PureRulesTests {
-    @Test("RFC 3339 timestamps are read at millisecond precision and written in the server's form")
+    @Test("dates travel as the server writes them: RFC 3339 at whole milliseconds, read back to the same millisecond")
     func timestamps() throws {
-        let milliseconds = try #require(RFC3339.parse("2025-05-31T23:15:00.123Z"))
-        #expect(RFC3339.format(milliseconds: milliseconds) == "2025-05-31T23:15:00.123Z")
-        #expect(RFC3339.parse("2025-06-01T01:15:00.123456+02:00") == milliseconds)
-        #expect(RFC3339.parse("2025-05-31T23:15:00Z") == milliseconds - 123)
-        #expect(RFC3339.format(milliseconds: 0) == "1970-01-01T00:00:00.000Z")
-        #expect(RFC3339.format(milliseconds: -1) == "1969-12-31T23:59:59.999Z")
-        #expect(RFC3339.parse("2025-05-31 23:15") == nil)
-        #expect(RFC3339.parse("not a date") == nil)
-        // A Date made from whole milliseconds gives them back (no floating-point drift).
-        for value: Int64 in [1_748_733_300_123, 1_748_733_300_999, 1_000_000_000_001, 4_102_444_800_007] {
-            #expect(Date(locifyMilliseconds: value).locifyMilliseconds == value)
+        struct Stamped: Codable, Equatable { var at: Date }
+        for value: Int64 in [1_748_733_300_123, 1_748_733_300_999, 1_000_000_000_001, 4_102_444_800_007, 0, -1] {
+            let date = Date(locifyMilliseconds: value)
+            #expect(date.locifyMilliseconds == value, "no floating-point drift")
+            let json = try JSONCoding.encoder.encode(Stamped(at: date))
+            #expect(try JSONCoding.decoder.decode(Stamped.self, from: json).at.locifyMilliseconds == value)
         }
-    }
-
-    @Test("last write wins decides as the server does: older loses, same content replays, deletes win ties")
-    func lastWriteWins() {
-        typealias LWW = LastWriteWins
-        #expect(LWW.decide(.replace, requested: 10, stored: 20, storedIsDeleted: false, sameContent: false) == .loses)
-        #expect(LWW.decide(.replace, requested: 30, stored: 20, storedIsDeleted: false, sameContent: false) == .wins)
-        #expect(LWW.decide(.replace, requested: 20, stored: 20, storedIsDeleted: false, sameContent: true) == .replay)
-        #expect(LWW.decide(.replace, requested: 20, stored: 20, storedIsDeleted: false, sameContent: false) == .loses)
-        #expect(LWW.decide(.create, requested: 20, stored: 20, storedIsDeleted: true, sameContent: true) == .loses)
-        #expect(LWW.decide(.create, requested: 21, stored: 20, storedIsDeleted: true, sameContent: false) == .wins)
-        #expect(LWW.decide(.delete, requested: 20, stored: 20, storedIsDeleted: false, sameContent: false) == .wins)
-        #expect(LWW.decide(.delete, requested: 19, stored: 20, storedIsDeleted: false, sameContent: false) == .loses)
-        #expect(LWW.decide(.delete, requested: 5, stored: 20, storedIsDeleted: true, sameContent: false) == .replay)
-    }
-
-    @Test("a pending write compares its content with the server's record after normalisation")
-    func lastWriteWinsContent() {
-        let id = UUID()
-        let at = Date(locifyMilliseconds: 1_000)
-        let server = Category(id: id, name: "Cafe", createdAt: at, updatedAt: at)
-        let replay = PushChange.updateCategory(CategoryWrite(id: id, name: "  Cafe ", updatedAt: at))
-        let different = PushChange.updateCategory(CategoryWrite(id: id, name: "Bar", updatedAt: at))
-        #expect(LastWriteWins.decide(replay, against: .category(server)) == .replay)
-        #expect(LastWriteWins.decide(different, against: .category(server)) == .loses)
-        let delete = PushChange.deleteCategory(DeleteWrite(id: id, updatedAt: Date(locifyMilliseconds: 999)))
-        #expect(LastWriteWins.decide(delete, against: .category(server)) == .loses)
-    }
-
-    private func entry(_ id: Int64, _ change: PushChange) -> OutboxEntry { OutboxEntry(id: id, change: change) }
-
-    @Test("a batch is cut at the limit, holds one change per record, lets nothing overtake a category delete, and is sent in the contract's order")
-    func batchOrder() {
-        let category = UUID(), other = UUID(), location = UUID()
-        let at = Date(locifyMilliseconds: 1)
-        let locationWrite = LocationWrite(id: location, categoryID: category, name: "L", latitude: 1, longitude: 2, updatedAt: at)
-        let outbox = [
-            entry(1, .createLocation(locationWrite)),
-            entry(2, .createCategory(CategoryWrite(id: category, name: "C", updatedAt: at))),
-            entry(3, .deleteCategory(DeleteWrite(id: other, updatedAt: at))),
-            entry(4, .deleteLocation(DeleteWrite(id: UUID(), updatedAt: at))),
-            entry(5, .updateLocation(locationWrite)),
-        ]
-        #expect(Outbox.nextBatch(outbox, limit: 50).map(\.id) == [2, 1, 3])
-        #expect(Outbox.nextBatch(outbox, limit: 1).map(\.id) == [1])
-        #expect(Outbox.nextBatch(outbox, limit: 50, inFlight: [1, 2, 3]).map(\.id) == [4, 5])
-        let sameRecord = [entry(1, .createLocation(locationWrite)), entry(2, .updateLocation(locationWrite))]
-        #expect(Outbox.nextBatch(sameRecord, limit: 50).map(\.id) == [1])
-    }
-
-    @Test("edits of one record fold into one change, a create stays a create, and a category delete is never folded away")
-    func coalescing() {
-        let id = UUID()
-        let at = Date(locifyMilliseconds: 1)
-        let create = entry(1, .createCategory(CategoryWrite(id: id, name: "A", updatedAt: at)))
-        let (removed, next) = Outbox.enqueue(
-            .updateCategory(CategoryWrite(id: id, name: "B", updatedAt: at)), into: [create], inFlight: [], nextID: 2)
-        #expect(removed == [1])
-        #expect(next.change == .createCategory(CategoryWrite(id: id, name: "B", updatedAt: at)))
-        let (removedInFlight, kept) = Outbox.enqueue(
-            .updateCategory(CategoryWrite(id: id, name: "B", updatedAt: at)), into: [create], inFlight: [1], nextID: 2)
-        #expect(removedInFlight.isEmpty)
-        #expect(kept.change.action == .update)
-        let delete = entry(1, .deleteCategory(DeleteWrite(id: id, updatedAt: at)))
-        let (removedDelete, _) = Outbox.enqueue(
-            .createCategory(CategoryWrite(id: id, name: "C", updatedAt: at)), into: [delete], inFlight: [], nextID: 2)
-        #expect(removedDelete.isEmpty)
+        #expect(String(decoding: try JSONCoding.encoder.encode(Stamped(at: Date(locifyMilliseconds: 1_748_733_300_123))), as: UTF8.self)
+            == #"{"at":"2025-05-31T23:15:00.123Z"}"#)
+        #expect(throws: DecodingError.self) { try JSONCoding.decoder.decode(Stamped.self, from: Data(#"{"at":"not a date"}"#.utf8)) }
     }
 
     @Test("error bodies decode to the code's case; E008 carries the server's record or tombstone")
@@ -101,7 +32,7 @@ struct PureRulesTests {
         #expect(body.code == "E008")
         #expect(body.requestID == "r1")
         let expectedID = try #require(UUID(uuidString: "9b2f5c1e-4f0a-4c6e-8a53-2d1f0e7c9a10"))
-        #expect(record == .tombstone(.location, Tombstone(id: expectedID, deletedAt: Date(locifyMilliseconds: try #require(RFC3339.parse("2025-06-01T08:00:00.000Z"))))))
+        #expect(record == .tombstone(.location, Tombstone(id: expectedID, deletedAt: Date(locifyMilliseconds: 1_748_764_800_000))))
 
         let categoryConflict = Data(
             #"{"error":{"code":"E008","message":"newer"},"data":{"id":"a1050188-e456-5998-8293-a282220c9930","user_id":"alice","name":"Coffee","icon":null,"is_default":true,"location_count":3,"sync_status":"synced","version":4,"created_at":"1970-01-01T00:00:00.000Z","updated_at":"2025-06-01T08:00:00.000Z"}}"#

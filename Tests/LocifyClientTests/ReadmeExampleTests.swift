@@ -10,7 +10,7 @@ func readmeExample(serverURL: URL, storeFile: URL, idToken: @escaping LocifyAPIC
     // One API client and one engine per signed-in user. With Firebase, `idToken` is
     // { forceRefresh in try await Auth.auth().currentUser!.getIDToken(forcingRefresh: forceRefresh) }
     let api = LocifyAPIClient(baseURL: serverURL, token: idToken)
-    let engine = SyncEngine(api: api, store: FileStore(url: storeFile))
+    let engine = SyncEngine(api: api, store: try SQLiteStore(path: storeFile.path))
 
     // What sync does: progress, conflicts settled, changes the server refused.
     let events = await engine.events()
@@ -51,9 +51,9 @@ struct ReadmeExampleTests {
         let server = try TestServer.start()
         defer { server.stop() }
         let harness = ClientHarness(server)
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("locify-readme-\(UUID()).json")
-        defer { try? FileManager.default.removeItem(at: file) }
-        let categories = try await readmeExample(serverURL: harness.baseURL, storeFile: file, idToken: harness.tokens)
+        let file = TemporaryStoreFile()
+        defer { file.remove() }
+        let categories = try await readmeExample(serverURL: harness.baseURL, storeFile: file.url, idToken: harness.tokens)
         #expect(categories.map(\.name).contains("Bakeries"))
         #expect(categories.count == 5, "the four defaults and Bakeries")
         #expect(categories.first { $0.name == "Bakeries" }?.locationCount == 1)

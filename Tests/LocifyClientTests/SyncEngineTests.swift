@@ -147,9 +147,7 @@ struct SyncEngineTests {
         let location = try await a.engine.saveLocation(LocationDraft(categoryID: category.id, name: "Gone", latitude: 0, longitude: 0))
         try await a.engine.saveLocation(LocationDraft(location))
         try await a.engine.deleteCategory(id: category.id)
-        print("DEBUG outbox", try await a.engine.pendingChanges())
         try await a.engine.sync()
-        print("DEBUG events", a.events.all)
         #expect(try await a.engine.location(id: location.id) == nil)
         #expect(try await a.engine.category(id: category.id) == nil)
         try await expectConverged([a], harness.api())
@@ -358,20 +356,20 @@ struct SyncEngineTests {
         }
     }
 
-    @Test("the file store keeps records, outbox and cursor across launches")
-    func fileStorePersists() async throws {
+    @Test("the SQLite store keeps records, outbox and cursor across launches")
+    func sqliteStorePersists() async throws {
         let server = try TestServer.start()
         defer { server.stop() }
         let harness = ClientHarness(server)
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("locify-client-\(UUID()).json")
-        defer { try? FileManager.default.removeItem(at: file) }
-        let first = await Device.make(harness, "f", store: FileStore(url: file))
+        let file = TemporaryStoreFile()
+        defer { file.remove() }
+        let first = await Device.make(harness, "f", store: try file.open())
         let category = try await first.engine.saveCategory(name: "Persisted")
         try await first.engine.sync()
         let location = try await first.engine.saveLocation(LocationDraft(categoryID: category.id, name: "Pending", latitude: 0, longitude: 0))
         first.done()
 
-        let relaunched = await Device.make(harness, "f", store: FileStore(url: file))
+        let relaunched = await Device.make(harness, "f", store: try file.open())
         defer { relaunched.done() }
         #expect(try await relaunched.engine.category(id: category.id)?.version == 1)
         #expect(try await relaunched.engine.pendingChanges().map(\.change.recordID) == [location.id])

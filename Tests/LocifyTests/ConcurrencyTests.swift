@@ -1,5 +1,6 @@
 import Foundation
 import Locify
+import LocifyRules
 import Primitives
 import Testing
 import TestSupport

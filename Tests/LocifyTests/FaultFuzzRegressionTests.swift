@@ -1,4 +1,5 @@
 import Foundation
+import LocifyRules
 import Primitives
 import Testing
 

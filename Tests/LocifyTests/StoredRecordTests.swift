@@ -1,4 +1,5 @@
 import Foundation
+import LocifyRules
 import Primitives
 import Testing
 
@@ -31,7 +32,7 @@ struct StoredRecordTests {
         #expect(
             Location.columns("l")
                 == "l.id, l.category_id, l.name, l.address, l.description, l.latitude, l.longitude, l.is_favorite, "
-                + "l.image_urls, l.version, l.created_at, l.updated_at, l.deleted_at")
+                + "l.image_urls, l.version, l.created_at, l.updated_at, l.deleted_at, l.own_category_id, l.hidden")
     }
 
     @Test("a live record's state is the record; a deleted one's is a tombstone of its kind, id and deletion time")

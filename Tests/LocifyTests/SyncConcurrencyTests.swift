@@ -1,4 +1,5 @@
 import Foundation
+import LocifyRules
 import Postgres
 import Primitives
 import Synchronization

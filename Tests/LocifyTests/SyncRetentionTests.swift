@@ -1,4 +1,5 @@
 import Foundation
+import LocifyRules
 import Postgres
 import Primitives
 import Testing
@@ -12,6 +13,13 @@ import TestSupportDatabase
 /// sent back to a full resync (E009).
 @Suite("Sync retention: cursor age, tombstone purge")
 struct SyncRetentionTests {
+    /// A database whose tombstones are past the retention after a second.
+    private static func shortRetentionDatabase() throws -> LocifyTestDatabase {
+        var settings = LocifySettings(storageBucket: TestConstants.bucket)
+        settings.tombstoneRetentionSeconds = 1
+        return try LocifyTestDatabase.create(settings: settings)
+    }
+
     private func issuedAt(_ page: FeedPage, _ caller: Caller) throws -> Timestamp {
         try SyncCursor(encoded: page.cursor, userID: caller.userID).issuedAt
     }
@@ -39,9 +47,7 @@ struct SyncRetentionTests {
 
     @Test("the purge removes only tombstones past the horizon; live records and counts stay; the older cursor gets E009")
     func purge() throws {
-        var settings = LocifySettings(storageBucket: TestConstants.bucket)
-        settings.tombstoneRetentionSeconds = 1
-        let db = try LocifyTestDatabase.create(settings: settings)
+        let db = try Self.shortRetentionDatabase()
         defer { db.drop() }
         let caller = TestConstants.newCaller()
         let other = TestConstants.newCaller()
@@ -88,5 +94,33 @@ struct SyncRetentionTests {
         #expect(throws: LocifyError.cursorExpired) { try services.sync.pull(caller, since: before.cursor, limit: 100) }
         let snapshot = try services.sync.pull(caller, since: nil, limit: 100)
         #expect(Set(snapshot.changes.map(\.id)) == Set(DefaultCategories.all.map(\.id) + [kept, places[1]]))
+    }
+
+    @Test("a category tombstone stays while a location is shown in its reassign target or a deleted category reassigns to it")
+    func purgeKeepsFollowedCategories() throws {
+        let db = try Self.shortRetentionDatabase()
+        defer { db.drop() }
+        let caller = TestConstants.newCaller()
+        let services = db.services
+        let (source, middle, target, moved) = (UUID(), UUID(), UUID(), UUID())
+        for (id, name) in [(source, "Source"), (middle, "Middle"), (target, "Target")] {
+            _ = try services.categories.create(caller, CategoryDraft(id: id, name: name))
+        }
+        _ = try services.locations.create(caller, LocationDraft(id: moved, categoryID: source, name: "Moved", latitude: 0, longitude: 0))
+        // source -> middle -> target: the location is shown in target, following both tombstones.
+        _ = try services.categories.delete(caller, id: middle, updatedAt: nil, reassignTo: target)
+        _ = try services.categories.delete(caller, id: source, updatedAt: nil, reassignTo: middle)
+        #expect(try services.locations.get(caller, id: moved).categoryID == target)
+
+        Thread.sleep(forTimeInterval: 1.2)
+        let purger = TombstonePurger(pool: db.pool, retentionSeconds: 1, interval: .seconds(3600), logger: TestDatabase.logger)
+        #expect(purger.purgeNow() == 0)
+        // Written into target itself, the location follows neither tombstone any more: source goes,
+        // then middle, which source no longer reassigns to.
+        _ = try services.locations.replace(caller, LocationDraft(id: moved, categoryID: target, name: "Moved", latitude: 0, longitude: 0))
+        #expect(purger.purgeNow() == 1)
+        #expect(purger.purgeNow() == 1)
+        #expect(try services.locations.get(caller, id: moved).categoryID == target)
+        #expect(try services.categories.get(caller, id: target).locationCount == 1)
     }
 }

@@ -1,3 +1,4 @@
+import LocifyRules
 import Primitives
 import Testing
 

@@ -1,5 +1,6 @@
 import FirebaseAdmin
 import JSON
+import LocifyRules
 
 extension FakeGoogle {
     /// The decoded `prefix` of every Storage list request that started a listing (no

@@ -1,6 +1,7 @@
 import FirebaseAdmin
 import Foundation
 import JSON
+import LocifyRules
 import Primitives
 import Synchronization
 

@@ -1,4 +1,5 @@
 import HTTPServer
+import LocifyRules
 import Synchronization
 
 /// A clock tests move by hand: unix seconds (`Double`), server time (`Timestamp`) or monotonic

@@ -1,50 +1,47 @@
-import FirebaseAdmin
-import Primitives
-
 /// The text rules of openapi.yaml: trimming, lengths in Unicode code points, control
-/// characters, and https URLs.
-enum TextRules {
+/// characters, and https URLs. Each refuses with E001 naming the field (`RuleViolation`).
+public enum TextRules {
     /// Longest name, in code points, after trimming.
-    static let maxNameLength = 255
+    public static let maxNameLength = 255
     /// Longest address or description, in code points.
-    static let maxLongTextLength = 1000
+    public static let maxLongTextLength = 1000
     /// Longest URL, in code points.
-    static let maxURLLength = 2048
+    public static let maxURLLength = 2048
 
     /// Trims leading and trailing Unicode whitespace, then requires 1-255 code points and no
     /// control character (general category Cc: C0, DEL, C1).
-    static func name(_ raw: String, field: String) throws(LocifyError) -> String {
+    public static func name(_ raw: String, field: String) throws(RuleViolation) -> String {
         let trimmed = trimmingWhitespace(raw)
-        if trimmed.isEmpty { throw .invalid(field, "must not be empty") }
+        if trimmed.isEmpty { throw .invalidInput(field: field, reason: "must not be empty") }
         if trimmed.unicodeScalars.count > maxNameLength {
-            throw .invalid(field, "must be at most \(maxNameLength) characters")
+            throw .invalidInput(field: field, reason: "must be at most \(maxNameLength) characters")
         }
         if trimmed.unicodeScalars.contains(where: ControlCharacter.isControl) {
-            throw .invalid(field, "must not contain control characters")
+            throw .invalidInput(field: field, reason: "must not contain control characters")
         }
         return trimmed
     }
 
     /// An address or description: at most 1000 code points, control characters other than tab,
     /// line feed and carriage return refused; empty or all-whitespace becomes nil.
-    static func longText(_ raw: String, field: String) throws(LocifyError) -> String? {
+    public static func longText(_ raw: String, field: String) throws(RuleViolation) -> String? {
         if raw.unicodeScalars.count > maxLongTextLength {
-            throw .invalid(field, "must be at most \(maxLongTextLength) characters")
+            throw .invalidInput(field: field, reason: "must be at most \(maxLongTextLength) characters")
         }
         if raw.unicodeScalars.contains(where: { ControlCharacter.isControl($0) && !isAllowedLayoutControl($0) }) {
-            throw .invalid(field, "must not contain control characters other than tab and line breaks")
+            throw .invalidInput(field: field, reason: "must not contain control characters other than tab and line breaks")
         }
         return raw.unicodeScalars.allSatisfy(\.properties.isWhitespace) ? nil : raw
     }
 
     /// An absolute URL with scheme `https` (any letter case) and a host, no whitespace or control
     /// characters, at most 2048 code points. Returned unchanged.
-    static func httpsURL(_ raw: String, field: String) throws(LocifyError) -> String {
+    public static func httpsURL(_ raw: String, field: String) throws(RuleViolation) -> String {
         if raw.unicodeScalars.count > maxURLLength {
-            throw .invalid(field, "must be at most \(maxURLLength) characters")
+            throw .invalidInput(field: field, reason: "must be at most \(maxURLLength) characters")
         }
         guard isHTTPSURL(raw) else {
-            throw .invalid(field, "must be an absolute https URL")
+            throw .invalidInput(field: field, reason: "must be an absolute https URL")
         }
         try storageObjectURL(raw, field: field)
         return raw
@@ -54,17 +51,17 @@ enum TextRules {
     /// or `https://storage.googleapis.com/<bucket>/<path>`) must name an object that can exist:
     /// its percent-decoded name 1-1,024 bytes of UTF-8 without control characters. Such a value
     /// could never be cleaned up (a NUL cannot even be queued), so it is refused at write time.
-    static func storageObjectURL(_ raw: String, field: String) throws(LocifyError) {
+    private static func storageObjectURL(_ raw: String, field: String) throws(RuleViolation) {
         guard let reference = StorageObjectReference.parse(raw),
             let problem = StorageObjectReference.objectNameProblem(reference.path)
         else { return }
         switch problem {
         case .tooLong:
-            throw .invalid(
-                field,
-                "names a Cloud Storage object longer than \(StorageObjectReference.maximumObjectNameBytes) bytes once percent-decoded")
+            throw .invalidInput(
+                field: field,
+                reason: "names a Cloud Storage object longer than \(StorageObjectReference.maximumObjectNameBytes) bytes once percent-decoded")
         case .controlCharacter, .empty:
-            throw .invalid(field, "names a Cloud Storage object with a control character once percent-decoded")
+            throw .invalidInput(field: field, reason: "names a Cloud Storage object with a control character once percent-decoded")
         }
     }
 
@@ -102,7 +99,7 @@ enum TextRules {
             && digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 
-    static func trimmingWhitespace(_ raw: String) -> String {
+    private static func trimmingWhitespace(_ raw: String) -> String {
         let scalars = raw.unicodeScalars
         guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
             let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
@@ -115,5 +112,5 @@ enum TextRules {
     }
 
     /// The case-folded sort and search key of a name (Unicode-aware, locale-independent).
-    static func sortKey(_ text: String) -> String { text.lowercased() }
+    public static func sortKey(_ text: String) -> String { text.lowercased() }
 }

@@ -1,4 +1,4 @@
-import Primitives
+import LocifyRules
 import Testing
 
 @Suite("Control characters: the one rule")

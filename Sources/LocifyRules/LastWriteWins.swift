@@ -1,10 +1,10 @@
-import Primitives
-
 /// The last-write-wins rule of openapi.yaml, as one pure function.
 ///
 /// Every single-record write (create/upsert, replace, delete) of categories and locations, from
 /// the REST endpoints and from sync push alike, is decided here; the repositories only apply the
-/// decision inside the transaction that holds the user's write lock.
+/// decision inside the transaction that holds the user's write lock. Each record keeps its newest
+/// write, so the writes to one record end in the same state whatever order they arrive in
+/// (openapi.yaml, "Writes in any order"); a delete wins a tie against any other write.
 public enum LastWriteWins {
     /// What the caller wants to do.
     public enum Intent: Sendable, Equatable {
@@ -16,11 +16,12 @@ public enum LastWriteWins {
         case delete
     }
 
-    /// The stored record's clock: its `updated_at`, which for a tombstone equals `deleted_at`.
+    /// The stored record's clock: the time of its own last write, which for a tombstone equals
+    /// `deleted_at`.
     public struct Stored: Sendable, Equatable {
         /// The stored `updated_at` (the deletion time for a tombstone).
         public var updatedAt: Timestamp
-        /// Whether the stored record is a tombstone.
+        /// Whether the record's own last write was a delete.
         public var isDeleted: Bool
 
         /// The clock of a stored record.
@@ -38,7 +39,8 @@ public enum LastWriteWins {
         case overwrite(at: Timestamp)
         /// Same time, same content: an idempotent replay; nothing changes.
         case replay
-        /// Delete of a record that is already a tombstone: nothing changes (204).
+        /// Delete of a record that is already a tombstone, not newer than it: nothing changes (204).
+        /// (A newer one is an `overwrite`: the tombstone takes its time.)
         case alreadyDeleted
         /// The write loses: 409 E008 with the stored record.
         case conflict
@@ -69,7 +71,13 @@ public enum LastWriteWins {
             return intent == .create ? .insert(at: at) : .notFound
         }
         if intent == .delete {
-            if stored.isDeleted { return .alreadyDeleted }
+            if stored.isDeleted {
+                // Deleting a tombstone again: a newer delete moves it to its own time, so a write
+                // made between the two deletes loses as it would have in time order; an older,
+                // equal or unstamped one changes nothing.
+                guard let requested, min(requested, now) > stored.updatedAt else { return .alreadyDeleted }
+                return .overwrite(at: at)
+            }
             return at < stored.updatedAt ? .conflict : .overwrite(at: at)
         }
         if stored.isDeleted {

@@ -1,7 +1,5 @@
-import Primitives
+import LocifyRules
 import Testing
-
-@testable import Locify
 
 @Suite("Last write wins (openapi.yaml)")
 struct LastWriteWinsTests {
@@ -74,10 +72,22 @@ struct LastWriteWinsTests {
         #expect(LastWriteWins.decide(.create, stored: tombstone(t), requested: nil, sameContent: false, now: now) == .overwrite(at: now))
     }
 
-    @Test("deleting a tombstone is idempotent whatever its time")
+    @Test("deleting a tombstone again: an older, equal or unstamped delete changes nothing")
     func deleteTwice() {
         #expect(LastWriteWins.decide(.delete, stored: tombstone(t), requested: nil, sameContent: false, now: now) == .alreadyDeleted)
         #expect(LastWriteWins.decide(.delete, stored: tombstone(t), requested: t.adding(milliseconds: -5), sameContent: false, now: now) == .alreadyDeleted)
+        #expect(LastWriteWins.decide(.delete, stored: tombstone(t), requested: t, sameContent: false, now: now) == .alreadyDeleted)
+    }
+
+    @Test("deleting a tombstone again with a newer time moves the tombstone to it (clamped), so it is judged as if in order")
+    func deleteTwiceNewer() {
+        let later = t.adding(milliseconds: 5)
+        #expect(LastWriteWins.decide(.delete, stored: tombstone(t), requested: later, sameContent: false, now: now) == .overwrite(at: later))
+        #expect(
+            LastWriteWins.decide(.delete, stored: tombstone(t), requested: now.adding(milliseconds: 9), sameContent: false, now: now)
+                == .overwrite(at: now))
+        // delete@t, delete@t+5, then a write made between them: it loses, as it would in time order.
+        #expect(LastWriteWins.decide(.replace, stored: tombstone(later), requested: t.adding(milliseconds: 2), sameContent: false, now: now) == .conflict)
     }
 
     @Test("a delete at the same time as the live record applies")

@@ -1,5 +1,3 @@
-import Primitives
-
 /// A Cloud Storage object named by bucket and object path, recognised from a stored URL.
 public struct StorageObjectReference: Sendable, Equatable {
     /// The bucket name.

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import Locify
+@testable import LocifyRules
 
 @Suite("Text rules (openapi.yaml)")
 struct TextRulesTests {
@@ -12,23 +12,23 @@ struct TextRulesTests {
 
     @Test("names must have 1 to 255 code points after trimming")
     func nameLength() throws {
-        #expect(throws: LocifyError.invalid("name", "must not be empty")) { try TextRules.name("   ", field: "name") }
+        #expect(throws: RuleViolation.invalidInput(field: "name", reason: "must not be empty")) { try TextRules.name("   ", field: "name") }
         #expect(try TextRules.name(String(repeating: "é", count: 255), field: "name").unicodeScalars.count == 255)
-        #expect(throws: LocifyError.self) { try TextRules.name(String(repeating: "a", count: 256), field: "name") }
+        #expect(throws: RuleViolation.self) { try TextRules.name(String(repeating: "a", count: 256), field: "name") }
         // 255 emoji are 255 code points even though they take 4 UTF-8 bytes each.
         #expect(try TextRules.name(String(repeating: "😀", count: 255), field: "name").count == 255)
     }
 
     @Test("names refuse every control character (Cc), NUL, DEL and C1 included", arguments: ["\u{0}", "\u{1}", "\u{7F}", "\u{85}", "\u{9F}", "a\tb", "a\nb"])
     func nameControls(_ inner: String) {
-        #expect(throws: LocifyError.self) { try TextRules.name("x\(inner)y", field: "name") }
+        #expect(throws: RuleViolation.self) { try TextRules.name("x\(inner)y", field: "name") }
     }
 
     @Test("address and description allow tab and line breaks but no other control character")
     func longTextControls() throws {
         #expect(try TextRules.longText("line 1\r\nline 2\tend", field: "address") == "line 1\r\nline 2\tend")
-        #expect(throws: LocifyError.self) { try TextRules.longText("a\u{0}b", field: "address") }
-        #expect(throws: LocifyError.self) { try TextRules.longText("a\u{1B}b", field: "description") }
+        #expect(throws: RuleViolation.self) { try TextRules.longText("a\u{0}b", field: "address") }
+        #expect(throws: RuleViolation.self) { try TextRules.longText("a\u{1B}b", field: "description") }
     }
 
     @Test("empty or all-whitespace address becomes null")
@@ -40,7 +40,7 @@ struct TextRulesTests {
     @Test("address is at most 1000 code points")
     func longTextLength() throws {
         #expect(try TextRules.longText(String(repeating: "ß", count: 1000), field: "address") != nil)
-        #expect(throws: LocifyError.self) { try TextRules.longText(String(repeating: "a", count: 1001), field: "address") }
+        #expect(throws: RuleViolation.self) { try TextRules.longText(String(repeating: "a", count: 1001), field: "address") }
     }
 
     @Test(
@@ -69,6 +69,6 @@ struct TextRulesTests {
         let base = "https://example.com/"
         let ok = base + String(repeating: "a", count: 2048 - base.count)
         #expect(try TextRules.httpsURL(ok, field: "icon") == ok)
-        #expect(throws: LocifyError.self) { try TextRules.httpsURL(ok + "a", field: "icon") }
+        #expect(throws: RuleViolation.self) { try TextRules.httpsURL(ok + "a", field: "icon") }
     }
 }

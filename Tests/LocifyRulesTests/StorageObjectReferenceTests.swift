@@ -1,4 +1,4 @@
-import FirebaseAdmin
+import LocifyRules
 import Testing
 
 @Suite("StorageObjectReference")

@@ -1,10 +1,9 @@
-import Glibc
-
 /// An instant as whole milliseconds since 1970-01-01T00:00:00Z: the resolution the API stores,
-/// compares and writes, shared by the domain and the database layer.
+/// compares and writes, shared by the server (domain and database layer) and `LocifyClient`.
 ///
 /// Integer milliseconds keep comparisons exact and round-trip `timestamptz` exactly (PostgreSQL
 /// keeps microseconds), unlike `Date`'s floating-point seconds; formatting needs no Foundation.
+/// Reading the wall clock is left to each end (`Primitives` on the server, `Date` on a device).
 public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// Milliseconds since 1970-01-01T00:00:00Z; negative before it.
     public var milliseconds: Int64
@@ -16,13 +15,6 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
 
     /// The Unix epoch: the timestamp of the server-provisioned default categories.
     public static let epoch = Timestamp(milliseconds: 0)
-
-    /// The current wall-clock time (`CLOCK_REALTIME`), truncated to milliseconds.
-    public static func now() -> Timestamp {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Timestamp(milliseconds: Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000)
-    }
 
     /// The same instant plus `milliseconds`, saturating at Int64's range instead of trapping.
     public func adding(milliseconds delta: Int64) -> Timestamp {

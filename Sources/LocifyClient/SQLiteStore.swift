@@ -1,0 +1,303 @@
+import Foundation
+import GRDB
+
+/// The store for an app: one SQLite database (GRDB.swift) in WAL mode, one row per record, the
+/// outbox and the metadata beside them. Each ``commit(_:)`` is one transaction that writes only
+/// the rows it changes, so a crash leaves the last committed state and an edit costs the same at
+/// ten records or a hundred thousand. The schema carries a version (GRDB migrations): a database
+/// written by a newer version of this library is refused rather than misread.
+///
+/// ```swift
+/// let url = try FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask,
+///                                       appropriateFor: nil, create: true).appendingPathComponent("locify.sqlite")
+/// let engine = SyncEngine(api: api, store: try SQLiteStore(path: url.path))
+/// ```
+public final class SQLiteStore: LocalStore, Sendable {
+    /// The database (a pool: readers do not wait for the writer).
+    public let database: DatabasePool
+
+    /// Opens (or creates) the database at `path` and brings its schema up to date.
+    /// - Throws: ``LocifyError/storeFailed(_:)`` when the file cannot be opened, is not a Locify
+    ///   store, or was written by a newer version of this library.
+    public init(path: String) throws {
+        do {
+            var configuration = Configuration()
+            configuration.label = "LocifyClient.SQLiteStore"
+            configuration.prepareDatabase { db in
+                // Durable across a crash of the app; WAL keeps readers off the writer's way. The WAL
+                // is checkpointed every 10,000 pages (40 MB) rather than 1,000, so a local edit
+                // rarely waits for a checkpoint.
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                try db.execute(sql: "PRAGMA wal_autocheckpoint = 10000")
+            }
+            database = try DatabasePool(path: path, configuration: configuration)
+            try database.write { db in
+                if try Self.migrator.hasBeenSuperseded(db) {
+                    throw LocifyError.storeFailed("the store at \(path) was written by a newer version of LocifyClient")
+                }
+            }
+            try Self.migrator.migrate(database)
+        } catch let error as LocifyError {
+            throw error
+        } catch {
+            throw LocifyError.storeFailed("cannot open the store at \(path): \(error)")
+        }
+    }
+
+    /// The schema, one migration per version. Never edit a shipped migration: add one.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE category (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT,
+                        name TEXT NOT NULL,
+                        icon TEXT,
+                        is_default INTEGER NOT NULL,
+                        version INTEGER NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        updated_at INTEGER NOT NULL
+                    );
+                    CREATE TABLE location (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT,
+                        category_id TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        address TEXT,
+                        description TEXT,
+                        latitude REAL NOT NULL,
+                        longitude REAL NOT NULL,
+                        is_favorite INTEGER NOT NULL,
+                        image_urls TEXT NOT NULL, -- one URL per line
+                        version INTEGER NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        updated_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX location_by_category ON location (category_id);
+                    CREATE INDEX location_by_created ON location (created_at DESC, id DESC);
+                    CREATE INDEX location_by_updated ON location (updated_at DESC, id DESC);
+                    CREATE TABLE outbox (
+                        id INTEGER PRIMARY KEY NOT NULL,
+                        change TEXT NOT NULL,
+                        attempted INTEGER NOT NULL
+                    );
+                    CREATE TABLE metadata (
+                        key TEXT PRIMARY KEY NOT NULL,
+                        value TEXT
+                    );
+                    """)
+        }
+        return migrator
+    }
+
+    // MARK: Reads
+
+    /// The cursor, next outbox id and user.
+    public func metadata() throws -> StoreMetadata {
+        try database.read { db in
+            var values: [String: String?] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT key, value FROM metadata") {
+                values[row["key"]] = row["value"] as String?
+            }
+            return StoreMetadata(
+                cursor: values["cursor"] ?? nil, nextOutboxID: (values["next_outbox_id"] ?? nil).flatMap { Int64($0) } ?? 1,
+                userID: values["user_id"] ?? nil)
+        }
+    }
+
+    /// One live category (its `locationCount` as the server last sent it; ``categories()`` counts).
+    public func category(id: UUID) throws -> Category? {
+        try database.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM category WHERE id = ?", arguments: [id.lowercased]).map(Category.init(row:))
+        }
+    }
+
+    /// One live location.
+    public func location(id: UUID) throws -> Location? {
+        try database.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM location WHERE id = ?", arguments: [id.lowercased]).map(Location.init(row:))
+        }
+    }
+
+    /// Every live category, by name then id, counted.
+    public func categories() throws -> [Category] {
+        try database.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT category.*, COALESCE(counts.n, 0) AS location_count FROM category
+                    LEFT JOIN (SELECT category_id, COUNT(*) AS n FROM location GROUP BY category_id) counts
+                    ON counts.category_id = category.id
+                    """
+            ).map(Category.init(row:))
+        }
+        .sorted { ($0.name.lowercased(), $0.id.lowercased) < ($1.name.lowercased(), $1.id.lowercased) }
+    }
+
+    /// The live locations `query` selects, in its order.
+    public func locations(_ query: LocalQuery) throws -> [Location] {
+        var conditions: [String] = []
+        var arguments: StatementArguments = []
+        if let categoryID = query.categoryID {
+            conditions.append("category_id = ?")
+            arguments += [categoryID.lowercased]
+        }
+        if let isFavorite = query.isFavorite {
+            conditions.append("is_favorite = ?")
+            arguments += [isFavorite]
+        }
+        let filter = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+        switch query.sort {
+        case .createdAt, .updatedAt:
+            let column = query.sort == .createdAt ? "created_at" : "updated_at"
+            let page = query.limit.map { " LIMIT \($0) OFFSET \(query.offset)" } ?? (query.offset > 0 ? " LIMIT -1 OFFSET \(query.offset)" : "")
+            return try database.read { db in
+                try Row.fetchAll(db, sql: "SELECT * FROM location\(filter) ORDER BY \(column) DESC, id DESC\(page)", arguments: arguments)
+                    .map(Location.init(row:))
+            }
+        case .name:
+            // Case-insensitive beyond ASCII, as the server orders: sorted here.
+            let all = try database.read { db in
+                try Row.fetchAll(db, sql: "SELECT * FROM location\(filter)", arguments: arguments).map(Location.init(row:))
+            }
+            let sorted = all.sorted(by: query.precedes).dropFirst(query.offset)
+            return Array(query.limit.map { sorted.prefix($0) } ?? sorted)
+        }
+    }
+
+    /// The ids of the live locations of category `id`.
+    public func locationIDs(inCategory id: UUID) throws -> [UUID] {
+        try database.read { db in
+            try String.fetchAll(db, sql: "SELECT id FROM location WHERE category_id = ?", arguments: [id.lowercased]).compactMap(UUID.init)
+        }
+    }
+
+    /// The pending outbox entries, in the order made.
+    public func outbox() throws -> [OutboxEntry] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, change, attempted FROM outbox ORDER BY id").map { row in
+                let text: String = row["change"]
+                let change = try JSONCoding.decoder.decode(PushChange.self, from: Data(text.utf8))
+                return OutboxEntry(id: row["id"], change: change, attempted: row["attempted"])
+            }
+        }
+    }
+
+    // MARK: Writes
+
+    /// Applies `changes` in one transaction, writing only the rows they name.
+    public func commit(_ changes: LocalChanges) throws {
+        let encodedOutbox = try changes.upsertedOutbox.map { entry in
+            (entry, String(decoding: try JSONCoding.encoder.encode(entry.change), as: UTF8.self))
+        }
+        try database.write { db in
+            if let reset = changes.resetRecords {
+                try Self.deleteAll(db, table: "category", except: reset.keptCategoryIDs)
+                try Self.deleteAll(db, table: "location", except: reset.keptLocationIDs)
+            }
+            if !changes.removedCategoryIDs.isEmpty {
+                let statement = try db.cachedStatement(sql: "DELETE FROM category WHERE id = ?")
+                for id in changes.removedCategoryIDs { try statement.execute(arguments: [id.lowercased]) }
+            }
+            if !changes.removedLocationIDs.isEmpty {
+                let statement = try db.cachedStatement(sql: "DELETE FROM location WHERE id = ?")
+                for id in changes.removedLocationIDs { try statement.execute(arguments: [id.lowercased]) }
+            }
+            if !changes.upsertedCategories.isEmpty {
+                let statement = try db.cachedStatement(
+                    sql: """
+                        INSERT OR REPLACE INTO category (id, user_id, name, icon, is_default, version, created_at, updated_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """)
+                for category in changes.upsertedCategories { try statement.execute(arguments: category.rowArguments) }
+            }
+            if !changes.upsertedLocations.isEmpty {
+                let statement = try db.cachedStatement(
+                    sql: """
+                        INSERT OR REPLACE INTO location (id, user_id, category_id, name, address, description, latitude, longitude,
+                            is_favorite, image_urls, version, created_at, updated_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """)
+                for location in changes.upsertedLocations { try statement.execute(arguments: location.rowArguments) }
+            }
+            if !changes.removedOutboxIDs.isEmpty {
+                let statement = try db.cachedStatement(sql: "DELETE FROM outbox WHERE id = ?")
+                for id in changes.removedOutboxIDs { try statement.execute(arguments: [id]) }
+            }
+            if !encodedOutbox.isEmpty {
+                let statement = try db.cachedStatement(sql: "INSERT OR REPLACE INTO outbox (id, change, attempted) VALUES (?, ?, ?)")
+                for (entry, change) in encodedOutbox { try statement.execute(arguments: [entry.id, change, entry.attempted]) }
+            }
+            if let cursor = changes.cursor { try Self.setMetadata(db, "cursor", cursor.value) }
+            if let next = changes.nextOutboxID {
+                try db.execute(
+                    sql: """
+                        INSERT INTO metadata (key, value) VALUES ('next_outbox_id', ?)
+                        ON CONFLICT (key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))
+                        """,
+                    arguments: [String(next)])
+            }
+            if let userID = changes.userID { try Self.setMetadata(db, "user_id", userID) }
+        }
+    }
+
+    /// Removes everything.
+    public func erase() throws {
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM category; DELETE FROM location; DELETE FROM outbox; DELETE FROM metadata;")
+        }
+    }
+
+    private static func setMetadata(_ db: Database, _ key: String, _ value: String?) throws {
+        try db.execute(sql: "INSERT OR REPLACE INTO metadata (key, value) VALUES (?, ?)", arguments: [key, value])
+    }
+
+    /// Deletes every row of `table` whose id is not in `kept` (a snapshot pull's start).
+    private static func deleteAll(_ db: Database, table: String, except kept: Set<UUID>) throws {
+        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS kept (id TEXT PRIMARY KEY NOT NULL); DELETE FROM kept;")
+        let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO kept (id) VALUES (?)")
+        for id in kept { try statement.execute(arguments: [id.lowercased]) }
+        try db.execute(sql: "DELETE FROM \(table) WHERE id NOT IN (SELECT id FROM kept)")
+    }
+}
+
+extension Category {
+    init(row: Row) throws {
+        guard let id = UUID(uuidString: row["id"]) else { throw LocifyError.storeFailed("a category row without a UUID") }
+        self.init(
+            id: id, userID: row["user_id"], name: row["name"], icon: row["icon"], isDefault: row["is_default"],
+            locationCount: row["location_count"] ?? 0, version: row["version"],
+            createdAt: Date(locifyMilliseconds: row["created_at"]), updatedAt: Date(locifyMilliseconds: row["updated_at"]))
+    }
+
+    var rowArguments: StatementArguments {
+        [
+            id.lowercased, userID, name, icon, isDefault, version, createdAt.locifyMilliseconds, updatedAt.locifyMilliseconds,
+        ]
+    }
+}
+
+extension Location {
+    init(row: Row) throws {
+        guard let id = UUID(uuidString: row["id"]), let categoryID = UUID(uuidString: row["category_id"]) else {
+            throw LocifyError.storeFailed("a location row without a UUID")
+        }
+        let images: String = row["image_urls"]
+        self.init(
+            id: id, userID: row["user_id"], categoryID: categoryID, name: row["name"], address: row["address"],
+            description: row["description"], latitude: row["latitude"], longitude: row["longitude"], isFavorite: row["is_favorite"],
+            imageURLs: images.isEmpty ? [] : images.split(separator: "\n").map(String.init), version: row["version"],
+            createdAt: Date(locifyMilliseconds: row["created_at"]), updatedAt: Date(locifyMilliseconds: row["updated_at"]))
+    }
+
+    var rowArguments: StatementArguments {
+        // One URL per line: a URL holds no whitespace (LocifyRules), and this costs no JSON coder per row.
+        let images = imageURLs.joined(separator: "\n")
+        return [
+            id.lowercased, userID, categoryID.lowercased, name, address, description, latitude, longitude, isFavorite, images, version,
+            createdAt.locifyMilliseconds, updatedAt.locifyMilliseconds,
+        ]
+    }
+}

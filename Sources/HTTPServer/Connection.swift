@@ -27,6 +27,8 @@ final class Connection: @unchecked Sendable {
         case write
         /// Draining unread input after the last response: close.
         case linger
+        /// A held request's wait is over: answer it (`HTTPWait.expire`).
+        case wait
     }
 
     /// A head whose body waits for the application's decision on a worker thread.
@@ -82,6 +84,15 @@ final class Connection: @unchecked Sendable {
     /// the longest-idle connections are closed first when the server is full.
     var idleSince: Int64 = 0
     var requestsParsed = 0
+
+    // Waits (`HTTPWait`, EventLoop+Waits.swift).
+    /// The request its handler answered with a wait, set by the worker (owner) for the loop to
+    /// hold when the connection comes back.
+    var arrivingWait: HeldRequest?
+    /// The request the loop holds (loop).
+    var heldRequest: HeldRequest?
+    /// When the current request's wait ends, set when it is first held (loop).
+    var waitDeadline: Int64?
 
     init(fd: Int32, info: ConnectionInfo, limits: HTTPRequestParser.Limits) {
         self.fd = fd

@@ -18,6 +18,10 @@ final class EventLoop: @unchecked Sendable {
         case handBack(Connection)
         case drain(deadline: Int64)
         case evictIdle(count: Int)
+        /// A held request's waiter was woken (EventLoop+Waits.swift).
+        case wake(connectionID: UInt64, waiter: HTTPWaiter)
+        /// Answer every held request now (EventLoop+Waits.swift).
+        case answerWaits
     }
 
     private struct Inbox {
@@ -27,8 +31,8 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private let index: Int
-    private let context: ServerContext
-    private let pool: WorkerPool
+    let context: ServerContext
+    let pool: WorkerPool
     private let epoll: Epoll
     private let wakeFD: Int32
     private let inbox = HandoffLock(Inbox())
@@ -38,12 +42,12 @@ final class EventLoop: @unchecked Sendable {
     let oldestIdleSince = Atomic<Int64>(.max)
 
     // Loop-thread state.
-    private var connections: [UInt64: Connection] = [:]
+    var connections: [UInt64: Connection] = [:]
     private let readBuffer: UnsafeMutableRawBufferPointer
     private let eventBuffer: UnsafeMutableRawBufferPointer
-    private var now: Int64 = 0
+    private(set) var now: Int64 = 0
     private var nextSweep: Int64 = 0
-    private var draining = false
+    private(set) var draining = false
     private var drainDeadline: Int64 = .max
     /// Connections that used their read budget and continue after the current batch of events.
     private var deferred: [Connection] = []
@@ -108,6 +112,16 @@ final class EventLoop: @unchecked Sendable {
     /// whatever remains at `deadline` is closed by force, then the loop ends.
     func beginDrain(deadline: Int64) {
         _ = post(.drain(deadline: deadline))
+    }
+
+    /// Asks the loop to run the recheck of the request `waiter` holds on `connectionID`.
+    func wake(connectionID: UInt64, waiter: HTTPWaiter) {
+        _ = post(.wake(connectionID: connectionID, waiter: waiter))
+    }
+
+    /// Asks the loop to answer every request it holds now, each with `Connection: close`.
+    func answerWaits() {
+        _ = post(.answerWaits)
     }
 
     private func post(_ message: Message) -> Bool {
@@ -194,8 +208,10 @@ final class EventLoop: @unchecked Sendable {
             case .handBack(let connection):
                 connection.withWorker = false
                 if connections[connection.info.id] === connection {
+                    receiveFromWorker(connection)
                     drive(connection)
                 } else {
+                    connection.arrivingWait?.wait.waiter.end()
                     connection.closeSocket(context: context)
                 }
             case .drain(let deadline):
@@ -204,8 +220,13 @@ final class EventLoop: @unchecked Sendable {
                 for connection in Array(connections.values) where isIdle(connection) {
                     close(connection)
                 }
+                answerHeldRequests()
             case .evictIdle(let count):
                 evictions += count
+            case .wake(let connectionID, let waiter):
+                recheck(connectionID: connectionID, waiter: waiter)
+            case .answerWaits:
+                answerHeldRequests()
             }
         }
     }
@@ -277,8 +298,9 @@ final class EventLoop: @unchecked Sendable {
             case .adopt(let socket):
                 socket.close(context: context)
             case .handBack(let connection):
+                connection.arrivingWait?.wait.waiter.end()
                 connection.closeSocket(context: context)
-            case .drain, .evictIdle:
+            case .drain, .evictIdle, .wake, .answerWaits:
                 break
             }
         }
@@ -291,20 +313,24 @@ final class EventLoop: @unchecked Sendable {
 
     /// Moves a connection forward as far as it can go without blocking (`advance`), then
     /// brings the server's count of connection buffers up to date with it.
-    private func drive(_ connection: Connection) {
+    func drive(_ connection: Connection) {
         advance(connection)
         if connections[connection.info.id] === connection && !connection.withWorker {
             connection.settleBufferedBytes(context: context)
         }
     }
 
-    /// Answers a parsed request (inline) or hands it to a worker, has a worker decide about a
-    /// body, parses buffered input, writes output, reads.
+    /// Answers a parsed request (inline) or hands it to a worker (or holds it for its wait), has
+    /// a worker decide about a body, parses buffered input, writes output, reads.
     private func advance(_ connection: Connection) {
         var reads = 0
         var pipelined = 0
         while true {
             if connection.withWorker { return }
+            if connection.heldRequest != nil {
+                watchHeld(connection)
+                return
+            }
             if connection.lingering {
                 lingerRead(connection)
                 return
@@ -488,6 +514,7 @@ final class EventLoop: @unchecked Sendable {
         !connection.withWorker && connection.readyRequest == nil && connection.headAwaitingDecision == nil
             && connection.output.isEmpty
             && !connection.hasUnparsedInput && connection.parser.phase == .idle && !connection.lingering
+            && connection.heldRequest == nil
     }
 
     // MARK: - Closing
@@ -531,8 +558,9 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private func close(_ connection: Connection) {
+    func close(_ connection: Connection) {
         guard connections.removeValue(forKey: connection.info.id) != nil else { return }
+        endHeldWait(connection)
         connection.closeSocket(context: context)
     }
 
@@ -565,6 +593,9 @@ final class EventLoop: @unchecked Sendable {
                 break
             case .idle, .write, .linger:
                 close(connection)
+            case .wait:
+                answerHeld(connection, closing: false)
+                drive(connection)
             case .head, .body:
                 guard connection.output.isEmpty, !connection.closeAfterOutput else {
                     close(connection)

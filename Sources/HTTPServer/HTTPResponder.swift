@@ -23,6 +23,9 @@ public protocol HTTPResponder: Sendable {
     /// (where `.decideOnWorker` is not an answer). A refusal is answered instead of the request,
     /// with `Connection: close`. Default: admit, charged to the client's address.
     func admitBody(of head: HTTPRequest, connection: ConnectionInfo, mayBlock: Bool) -> HTTPBodyAdmission
+    /// Answers a `.worker` request: a response, or a wait that holds the request without a thread
+    /// (`HTTPWait`, long-poll). Default: `respond`. `.inline` requests always go to `respond`.
+    func answer(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPAnswer
 
     /// Renders a framing/limit error the server detected itself (400, 408, 413, 414, 431, 501,
     /// 505) or its overload answer (503 when the body budget or the worker queue is full, with
@@ -53,6 +56,11 @@ extension HTTPResponder {
     /// Admits every body, charged to the client's address.
     public func admitBody(of head: HTTPRequest, connection: ConnectionInfo, mayBlock: Bool) -> HTTPBodyAdmission {
         .admit(owner: nil)
+    }
+
+    /// Answers with `respond`: no request waits.
+    public func answer(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPAnswer {
+        .response(respond(to: request, connection: connection))
     }
 
     /// A plain-text body naming the status, e.g. `400 Bad Request`, with `Retry-After` when the

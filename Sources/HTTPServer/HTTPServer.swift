@@ -142,11 +142,27 @@ public final class HTTPServer: Sendable {
         try OpenFileLimit.raise(to: fileDescriptorsNeeded(by: configuration))
     }
 
+    /// Requests held without a thread for their `HTTPWait` (long-polls), for metrics and tests.
+    public var waitingRequests: Int { max(0, counters.waitingRequests.load(ordering: .relaxed)) }
+
+    /// Answers every request held for its `HTTPWait` now, with its `expire()` response and
+    /// `Connection: close` (so its client reconnects, perhaps to another instance): the first step
+    /// of a shutdown, so that no client waits out its whole wait on a server about to stop.
+    /// Requests that begin waiting afterwards wait as usual until `shutdown` drains them.
+    public func answerWaitingRequests() {
+        let loops = lifecycle.withLock { state -> [EventLoop] in
+            if case .running(let runtime) = state { return runtime.loops }
+            return []
+        }
+        for loop in loops { loop.answerWaits() }
+    }
+
     /// Stops gracefully: stops accepting (new connections are refused), closes idle keep-alive
     /// connections, lets in-flight requests finish (their responses carry `Connection: close`),
-    /// and after `gracePeriod` closes whatever remains. Returns when done. A handler still running
-    /// past the grace period is not interrupted: its connection is shut down and its thread
-    /// closes it when the handler returns. Safe to call more than once and from any thread.
+    /// answers the requests held for an `HTTPWait` at once (`expire()`), and after `gracePeriod`
+    /// closes whatever remains. Returns when done. A handler still running past the grace period
+    /// is not interrupted: its connection is shut down and its thread closes it when the handler
+    /// returns. Safe to call more than once and from any thread.
     public func shutdown(gracePeriod: Duration) {
         let runtime = lifecycle.withLock { state -> Runtime? in
             switch state {

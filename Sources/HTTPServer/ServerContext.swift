@@ -105,4 +105,6 @@ final class ServerCounters: Sendable {
     let evictedConnections = Atomic<Int>(0)
     /// The source of `ConnectionInfo.id`.
     let nextConnectionID = Atomic<UInt64>(1)
+    /// Requests held by the event loops for their `HTTPWait`.
+    let waitingRequests = Atomic<Int>(0)
 }

@@ -22,6 +22,8 @@ final class WorkerPool: Sendable {
         let request: HTTPRequest
         let loop: EventLoop
         var purpose: Purpose = .respond
+        /// The held request's wait whose `recheck` this job runs (a wake); nil: a new request.
+        var recheck: HTTPWait? = nil
     }
 
     private struct Queue {
@@ -98,6 +100,7 @@ final class WorkerPool: Sendable {
         }
         for job in dropped {
             context.counters.queuedRequests.subtract(1, ordering: .relaxed)
+            job.recheck?.waiter.end()
             closeOrphan(job.connection)
         }
         for _ in 0..<threadCount { available.signal() }
@@ -122,12 +125,20 @@ final class WorkerPool: Sendable {
         let connection = job.connection
         switch job.purpose {
         case .respond:
-            let response = context.responder.respond(to: job.request, connection: connection.info)
-            connection.queueResponse(response, to: job.request, context: context)
-            // Try the write here, saving the loop a wake-up; the loop finishes partial writes and
-            // closes on failure.
-            _ = connection.output.write(to: connection.fd)
-            connection.settleBufferedBytes(context: context)
+            let answer = job.recheck?.recheck() ?? context.responder.answer(to: job.request, connection: connection.info)
+            switch answer {
+            case .response(let response):
+                job.recheck?.waiter.end()
+                connection.queueResponse(response, to: job.request, context: context)
+                // Try the write here, saving the loop a wake-up; the loop finishes partial writes
+                // and closes on failure.
+                _ = connection.output.write(to: connection.fd)
+                connection.settleBufferedBytes(context: context)
+            case .wait(let wait):
+                if let previous = job.recheck?.waiter, previous !== wait.waiter { previous.end() }
+                connection.releaseBodyBudget(context: context)
+                connection.arrivingWait = HeldRequest(answering: job.request, wait: wait)
+            }
         case .decideAboutBody:
             connection.workerDecision = context.responder.admitBody(
                 of: job.request, connection: connection.info, mayBlock: true)
@@ -139,6 +150,7 @@ final class WorkerPool: Sendable {
 
     /// Closes a connection whose loop is gone (or whose job was dropped at stop).
     private func closeOrphan(_ connection: Connection) {
+        connection.arrivingWait?.wait.waiter.end()
         connection.closeSocket(context: context)
     }
 }

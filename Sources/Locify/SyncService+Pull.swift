@@ -50,7 +50,8 @@ extension SyncService {
                 start
                 ?? SyncCursor(phase: .snapshotCategories, seq: highWater, rank: 0, afterID: SyncCursor.minID, issuedAt: serverNow)
             var changes: [RecordState] = []
-            let hasMore = try fill(&changes, cursor: &cursor, limit: limit, connection: connection, userID: caller.userID)
+            let hasMore = try fill(
+                &changes, cursor: &cursor, limit: limit, highWater: highWater, connection: connection, userID: caller.userID)
             // A cursor that has caught up stands after every stamp handed out so far (all of them
             // are committed and were read: stamps are issued under the user's lock, in commit
             // order) and is as fresh as this snapshot; one in the middle of a backlog keeps the time
@@ -63,9 +64,10 @@ extension SyncService {
 
     /// Appends up to `limit` changes from `cursor` on, advancing it; returns whether more remain.
     /// Each phase is read with one row more than it may deliver, so "more remain" is exact.
+    /// `highWater` is the user's `change_seq` in this snapshot: no visible row has a later stamp.
     private func fill(
-        _ changes: inout [RecordState], cursor: inout SyncCursor, limit: Int, connection: PostgresConnection,
-        userID: String
+        _ changes: inout [RecordState], cursor: inout SyncCursor, limit: Int, highWater: Int64,
+        connection: PostgresConnection, userID: String
     ) throws -> Bool {
         while true {
             let quota = limit - changes.count
@@ -86,6 +88,9 @@ extension SyncService {
                         phase: .snapshotLocations, seq: cursor.seq, rank: 0, afterID: SyncCursor.minID, issuedAt: cursor.issuedAt)
                     : .after(seq: cursor.seq, issuedAt: cursor.issuedAt)
             case .delta:
+                // Caught up (the common pull, and every long-poll that waits): everything up to
+                // the last stamp visible here is delivered, so the tables need not be read.
+                if cursor.seq > highWater || (cursor.seq == highWater && cursor.rank == 2) { return false }
                 let categories = try FeedStore.delta(connection, .category, userID: userID, after: cursor, limit: quota + 1)
                 let locations = try FeedStore.delta(connection, .location, userID: userID, after: cursor, limit: quota + 1)
                 let merged = (categories + locations).sorted { a, b in

@@ -69,6 +69,11 @@ public struct APIError: Error, Sendable {
             headers: ["Retry-After": String(retryAfterSeconds)])
     }
 
+    /// S001 for a pull asking to wait while its user already has the most waits allowed
+    /// (`LOCIFY_MAX_WAITS_PER_USER`): the client retries once one of them is answered.
+    static let tooManyWaits = APIError(
+        .rateLimited, message: "too many waiting pulls for this user", headers: ["Retry-After": "1"])
+
     static let internalError = APIError(.internalError, message: "unexpected server error")
 
     static func unavailable(_ message: String = "temporarily unavailable, retry later") -> APIError {

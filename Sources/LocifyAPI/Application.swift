@@ -22,6 +22,8 @@ public struct ApplicationDependencies: Sendable {
     public var configureHTTP: @Sendable (inout HTTPServerConfiguration) -> Void = { _ in }
     /// Where `/openapi.yaml` is read from. Default `openapi.yaml` in the working directory.
     public var openAPIPath = "openapi.yaml"
+    /// Timing of the connection that listens for change notifications (tests shorten it).
+    public var listenTiming = PostgresListener.Timing()
 
     /// The production dependencies: real Google transport and clock, default worker timing, no
     /// HTTP adjustments, `openapi.yaml` in the working directory.
@@ -47,11 +49,14 @@ public final class Application: Sendable {
     let shutdownDelay: Duration
     let readiness: Readiness
     let logger: Logger
+    /// Wakes long-poll pulls when a change of their user commits; nil when long-poll is off.
+    let liveChanges: LiveChanges?
 
     init(
         server: HTTPServer, pool: ConnectionPool, workerPool: ConnectionPool, cleanupWorker: CleanupWorker,
         routes: [(method: HTTPMethod, pattern: String)], purger: TombstonePurger, keyCache: PublicKeyCache?,
-        verifier: IDTokenVerifier, shutdownGrace: Duration, shutdownDelay: Duration, readiness: Readiness, logger: Logger
+        verifier: IDTokenVerifier, shutdownGrace: Duration, shutdownDelay: Duration, readiness: Readiness,
+        liveChanges: LiveChanges?, logger: Logger
     ) {
         self.server = server
         self.pool = pool
@@ -64,6 +69,7 @@ public final class Application: Sendable {
         self.shutdownGrace = shutdownGrace
         self.shutdownDelay = shutdownDelay
         self.readiness = readiness
+        self.liveChanges = liveChanges
         self.logger = logger
     }
 
@@ -72,6 +78,10 @@ public final class Application: Sendable {
 
     /// The port the server listens on (after `start`).
     public var port: Int { server.localPort }
+
+    /// The long-poll counts (waiting pulls, wake-ups, notifications, listener reconnects); nil
+    /// when long-poll is off.
+    public var liveStatistics: LiveChanges.Statistics? { liveChanges?.statistics }
 
     /// Warms the key cache (at most `keyPrefetchWait` s), then starts listening and the
     /// background work.
@@ -86,16 +96,22 @@ public final class Application: Sendable {
                 logger.warning("cannot fetch Google's public keys yet", metadata: ["error": "\(error)"])
             }
         }
+        // Listening before the first pull can wait (a pull that waits before it listens is woken
+        // when it starts listening anyway).
+        liveChanges?.start()
         try server.start()
         cleanupWorker.start()
         purger.start()
         logger.info("locify-server listening", metadata: ["port": "\(port)"])
     }
 
-    /// Reports not ready (`/health/ready` 503) and keeps serving for the shutdown delay, then
-    /// stops accepting, lets in-flight requests finish within the grace period, stops the
-    /// background work and closes the database pools.
+    /// Answers every waiting pull at once (with what the feed had, and `Connection: close`, so its
+    /// client asks again, normally of another instance), reports not ready (`/health/ready` 503)
+    /// and keeps serving for the shutdown delay, then stops accepting, lets in-flight requests
+    /// finish within the grace period (pulls that began waiting meanwhile are answered at once),
+    /// stops the background work and closes the database pools.
     public func shutdown() {
+        server.answerWaitingRequests()
         let alreadyDraining = readiness.beginDraining()
         if !alreadyDraining && shutdownDelay > .zero {
             logger.info("not ready; serving until the shutdown delay is over", metadata: ["delay_s": "\(shutdownDelay.seconds)"])
@@ -103,6 +119,7 @@ public final class Application: Sendable {
         }
         logger.info("shutting down", metadata: ["grace_s": "\(shutdownGrace.seconds)"])
         server.shutdown(gracePeriod: shutdownGrace)
+        liveChanges?.stop()
         cleanupWorker.stop()
         purger.stop()
         pool.close()
@@ -167,6 +184,15 @@ public func buildApplication(
         pool: workerPool, retentionSeconds: Int64(configuration.tombstoneRetentionSeconds),
         interval: .seconds(configuration.tombstonePurgeIntervalSeconds), logger: logger)
 
+    // One connection per instance listens for the notifications of every user's committed
+    // changes (not one per waiting pull), and one sends this instance's; off when long-poll is.
+    let liveChanges =
+        configuration.maxWaitSeconds > 0
+        ? LiveChanges(
+            configuration: databaseConfiguration, maxWaitersPerUser: configuration.maxWaitsPerUser,
+            timing: dependencies.listenTiming, logger: logger)
+        : nil
+
     let metrics = Metrics()
     let serverBox = ServerBox()
     var router = Router<Route>()
@@ -176,7 +202,9 @@ public func buildApplication(
         services: services,
         limits: ClientLimits(
             maxPushChanges: configuration.maxPushChanges, maxBodyBytes: http.maxBodyBytes,
-            tombstoneRetentionSeconds: configuration.tombstoneRetentionSeconds),
+            tombstoneRetentionSeconds: configuration.tombstoneRetentionSeconds,
+            maxWaitSeconds: liveChanges == nil ? 0 : configuration.maxWaitSeconds),
+        longPoll: liveChanges.map { LongPoll(changes: $0, maxWaitSeconds: configuration.maxWaitSeconds) },
         cleanupQueued: wakeWorker
     ).register(in: &router)
     UserRoutes(services: services, cleanupQueued: wakeWorker).register(in: &router)
@@ -195,13 +223,14 @@ public func buildApplication(
                     openConnections: serverBox.server?.openConnections ?? 0, poolInUse: poolStatistics.inUse,
                     poolIdle: poolStatistics.idle, poolWaiting: poolStatistics.waiting, cleanupPending: jobs.pending,
                     cleanupFailed: jobs.failed, cleanupFailedPermanent: jobs.failedPermanent,
-                    cleanupSkipped: cleanupSkips.snapshot, authEmulatorMode: authEmulatorMode))
+                    cleanupSkipped: cleanupSkips.snapshot, authEmulatorMode: authEmulatorMode,
+                    live: liveChanges?.statistics))
         },
         openAPIDocument: FileManager.default.contents(atPath: dependencies.openAPIPath).map { Array($0) },
         authEmulatorMode: authEmulatorMode
     ).register(in: &router)
 
-    let responder = LocifyResponder(
+    var responder = LocifyResponder(
         router: router,
         authenticator: Authenticator(verifier: verifier, revocationSkewSeconds: verifier.clockSkew, logger: logger),
         rateLimiter: RateLimiter(ratePerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
@@ -212,12 +241,16 @@ public func buildApplication(
         floodLog: SampledLog(),
         admit: { caller in try services.users.admit(caller) }, inlinePaths: OperationsRoutes.inlinePaths, metrics: metrics,
         logger: logger)
+    if let liveChanges {
+        responder.writeCommitted = { userID in liveChanges.changed(userID) }
+    }
     let server = HTTPServer(configuration: http, responder: responder, logger: logger)
     serverBox.server = server
     return Application(
         server: server, pool: pool, workerPool: workerPool, cleanupWorker: cleanupWorker, routes: router.routes, purger: purger,
         keyCache: keyCache, verifier: verifier, shutdownGrace: .seconds(configuration.shutdownGraceSeconds),
-        shutdownDelay: .seconds(configuration.shutdownDelaySeconds), readiness: readiness, logger: logger)
+        shutdownDelay: .seconds(configuration.shutdownDelaySeconds), readiness: readiness, liveChanges: liveChanges,
+        logger: logger)
 }
 
 /// The HTTP server's settings from the configuration (and the tests' adjustments).
@@ -231,8 +264,9 @@ private func httpConfiguration(_ configuration: Configuration, dependencies: App
     http.maxBufferedConnectionBytes = configuration.maxBufferedConnectionBytes
     http.workerThreads = configuration.databasePoolSize
     // Beside the connections: both database pools, a Google call per worker and the key
-    // fetch, the files read while running, and a margin.
-    http.reservedFileDescriptors = 2 * configuration.databasePoolSize + 2 + 32
+    // fetch, live sync's listening and notifying connections, the files read while running,
+    // and a margin.
+    http.reservedFileDescriptors = 2 * configuration.databasePoolSize + 2 + 2 + 32
     dependencies.configureHTTP(&http)
     return http
 }

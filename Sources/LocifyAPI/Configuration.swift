@@ -79,6 +79,11 @@ public struct Configuration: Sendable {
     public var logLevel: String = "info"
     /// Most changes in one sync push. Default 50.
     public var maxPushChanges: Int = 50
+    /// The longest wait of a long-poll pull (`GET /v1/sync/changes?wait=`), seconds, 0-60; 0 turns
+    /// long-poll off (`wait` is then ignored). Default 60.
+    public var maxWaitSeconds: Int = 60
+    /// Most pulls of one user waiting at once; more get 429 S001. Default 10.
+    public var maxWaitsPerUser: Int = 10
 
     /// Google's endpoint of the certificates that sign Firebase ID tokens: the default of
     /// `idTokenCertsURL` (`LOCIFY_ID_TOKEN_CERTS_URL`).
@@ -148,6 +153,8 @@ extension Configuration {
             try env.int("LOCIFY_MAX_BUFFERED_CONNECTION_BYTES", in: 65_536...(1 << 40)) ?? maxBufferedConnectionBytes
         tokenClockSkewSeconds = try env.int("LOCIFY_TOKEN_CLOCK_SKEW_SECONDS", in: 0...300) ?? tokenClockSkewSeconds
         maxPushChanges = try env.int("LOCIFY_MAX_PUSH_CHANGES", in: 1...10_000) ?? maxPushChanges
+        maxWaitSeconds = try env.int("LOCIFY_MAX_WAIT_SECONDS", in: 0...60) ?? maxWaitSeconds
+        maxWaitsPerUser = try env.int("LOCIFY_MAX_WAITS_PER_USER", in: 1...1000) ?? maxWaitsPerUser
         if let level = env.string("LOG_LEVEL") {
             guard Configuration.logLevels.contains(level.lowercased()) else {
                 throw ConfigurationError(

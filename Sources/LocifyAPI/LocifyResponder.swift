@@ -36,6 +36,10 @@ struct LocifyResponder: HTTPResponder {
     let inlinePaths: Set<String>
     let metrics: Metrics
     let logger: Logger
+    /// Told the user of every write request that succeeded (any `/v1` method but GET and HEAD,
+    /// answered 2xx), after its commit: wakes that user's waiting pulls on every instance
+    /// (`LiveChanges.changed`); nil when long-poll is off.
+    var writeCommitted: (@Sendable (_ userID: String) -> Void)? = nil
 
     /// Where a request is in the pipeline.
     private enum Stage: Equatable {
@@ -46,18 +50,10 @@ struct LocifyResponder: HTTPResponder {
         case request
     }
 
-    /// What the steps before the handler found, for the metrics and the log line.
-    private struct Trace {
-        var routePattern = "unmatched"
-        var userID: String?
-        /// Answered 429 by the per-address bucket.
-        var addressLimited = false
-    }
-
     /// The handler a request passed the steps before it for.
     private enum Admitted {
         case open(@Sendable (HTTPRequest) throws -> HTTPResponse)
-        case authenticated(@Sendable (AuthenticatedRequest) throws -> HTTPResponse, PathParameters, Caller)
+        case authenticated(@Sendable (AuthenticatedRequest) throws -> RouteAnswer, PathParameters, Caller)
     }
 
     func executionMode(for request: HTTPRequest) -> HTTPExecutionMode {
@@ -65,17 +61,26 @@ struct LocifyResponder: HTTPResponder {
     }
 
     func respond(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPResponse {
-        let started = ContinuousClock.now
-        let requestID = RequestID.forRequest(clientValue: request.headers["X-Request-Id"])
-        var trace = Trace()
-        var response: HTTPResponse
+        switch answer(to: request, connection: connection) {
+        case .response(let response):
+            return response
+        case .wait(let wait):
+            // Only requests run on workers may wait (no inline route does): answer at once.
+            wait.waiter.end()
+            return wait.expire()
+        }
+    }
+
+    func answer(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPAnswer {
+        var trace = RequestTrace(of: request)
+        let answer: RouteAnswer
         do {
-            switch try admission(of: request, connection: connection, requestID: requestID, stage: .request, trace: &trace) {
+            switch try admission(of: request, connection: connection, stage: .request, trace: &trace) {
             case .open(let handler):
-                response = try handler(request)
+                answer = .response(try handler(request))
             case .authenticated(let handler, let parameters, let caller):
                 do {
-                    response = try handler(AuthenticatedRequest(request: request, parameters: parameters, caller: caller))
+                    answer = try handler(AuthenticatedRequest(request: request, parameters: parameters, caller: caller))
                 } catch let failure as DecodingFailure {
                     // No service ran, so neither did the gate: a revoked token is 401 first.
                     try admit(caller)
@@ -85,33 +90,30 @@ struct LocifyResponder: HTTPResponder {
                 throw APIError.internalError  // unreachable: a complete request may block
             }
         } catch {
-            response = errorResponse(error, userID: trace.userID, requestID: requestID)
+            answer = .response(errorResponse(error, userID: trace.userID, requestID: trace.requestID))
         }
-        return finish(response, to: request, requestID: requestID, trace: trace, started: started)
+        return finish(answer, trace)
     }
 
     /// Runs the steps before the handler on a request's head: a request that would be refused
     /// (404, 405, 401, 429, 503) is answered now, its body unread; an admitted body is charged
     /// to its user (or, on an open route, to the client's address).
     func admitBody(of head: HTTPRequest, connection: ConnectionInfo, mayBlock: Bool) -> HTTPBodyAdmission {
-        let started = ContinuousClock.now
-        let requestID = RequestID.forRequest(clientValue: head.headers["X-Request-Id"])
-        var trace = Trace()
+        var trace = RequestTrace(of: head)
         do {
-            let stage = Stage.head(mayBlock: mayBlock)
-            guard try admission(of: head, connection: connection, requestID: requestID, stage: stage, trace: &trace) != nil
+            guard try admission(of: head, connection: connection, stage: .head(mayBlock: mayBlock), trace: &trace) != nil
             else { return .decideOnWorker }
             return .admit(owner: trace.userID)
         } catch {
-            let response = errorResponse(error, userID: trace.userID, requestID: requestID)
-            return .refuse(finish(response, to: head, requestID: requestID, trace: trace, started: started))
+            let response = errorResponse(error, userID: trace.userID, requestID: trace.requestID)
+            return .refuse(finish(response, trace))
         }
     }
 
     /// Routing, authentication and the user's rate limit: the handler to run, or nil when the
     /// token must be verified and `stage` does not allow blocking.
     private func admission(
-        of request: HTTPRequest, connection: ConnectionInfo, requestID: String, stage: Stage, trace: inout Trace
+        of request: HTTPRequest, connection: ConnectionInfo, stage: Stage, trace: inout RequestTrace
     ) throws(APIError) -> Admitted? {
         switch router.match(request.method, path: request.path) {
         case .notFound:
@@ -128,8 +130,7 @@ struct LocifyResponder: HTTPResponder {
             case .authenticated(let handler):
                 let mayBlock = if case .head(let mayBlock) = stage { mayBlock } else { true }
                 guard
-                    let caller = try authenticate(
-                        request, connection: connection, requestID: requestID, mayBlock: mayBlock, trace: &trace)
+                    let caller = try authenticate(request, connection: connection, mayBlock: mayBlock, trace: &trace)
                 else { return nil }
                 trace.userID = caller.userID
                 let retryAfter = stage == .request ? rateLimiter?.admit(caller.userID) : rateLimiter?.retryAfter(caller.userID)
@@ -144,8 +145,9 @@ struct LocifyResponder: HTTPResponder {
     /// (else 429 before any signature check) and only where blocking is allowed (else nil). A
     /// refusal (401) draws on the address's bucket.
     private func authenticate(
-        _ request: HTTPRequest, connection: ConnectionInfo, requestID: String, mayBlock: Bool, trace: inout Trace
+        _ request: HTTPRequest, connection: ConnectionInfo, mayBlock: Bool, trace: inout RequestTrace
     ) throws(APIError) -> Caller? {
+        let requestID = trace.requestID
         do throws(APIError) {
             let token = try authenticator.token(of: request, requestID: requestID)
             if let caller = try authenticator.cachedCaller(token, requestID: requestID) { return caller }
@@ -163,23 +165,39 @@ struct LocifyResponder: HTTPResponder {
 
     /// Charges a refused request to its client address; once the address has no tokens left,
     /// throws the 429 S001 to answer instead.
-    private func chargeRefusal(_ connection: ConnectionInfo, trace: inout Trace) throws(APIError) {
+    private func chargeRefusal(_ connection: ConnectionInfo, trace: inout RequestTrace) throws(APIError) {
         guard let retryAfter = addressLimiter?.admit(connection.clientAddress) else { return }
         trace.addressLimited = true
         throw .rateLimited(retryAfterSeconds: retryAfter)
     }
 
-    /// Stamps `X-Request-Id` and the hardening headers, records the metrics and writes the
-    /// request's log line (refusals in a sampled summary past their allowance).
-    private func finish(
-        _ response: HTTPResponse, to request: HTTPRequest, requestID: String, trace: Trace, started: ContinuousClock.Instant
-    ) -> HTTPResponse {
+    /// Finishes a route's answer: a response at once, or a wait whose every end (its expiry, or a
+    /// recheck's response or error) is finished the same way.
+    fileprivate func finish(_ answer: RouteAnswer, _ trace: RequestTrace) -> HTTPAnswer {
+        switch answer {
+        case .response(let response):
+            return .response(finish(response, trace))
+        case .wait(let wait):
+            let ending = WaitEnding(responder: self, wait: wait, trace: trace.afterWaiting)
+            return .wait(HTTPWait(waiter: wait.waiter, timeout: wait.timeout, expire: ending.expire, recheck: ending.recheck))
+        }
+    }
+
+    /// Stamps `X-Request-Id` and the hardening headers, counts the metrics and writes the log line.
+    fileprivate func finish(_ response: HTTPResponse, _ trace: RequestTrace) -> HTTPResponse {
         var response = response
-        response.headers.set("X-Request-Id", requestID)
+        response.headers.set("X-Request-Id", trace.requestID)
         Self.harden(&response)
-        let elapsed = ContinuousClock.now - started
-        let method = Metrics.methodLabel(request.method.rawValue)
-        metrics.record(method: method, route: trace.routePattern, status: response.status.code, seconds: elapsed.seconds)
+        if let userID = trace.userID, let writeCommitted, (200..<300).contains(response.status.code),
+            trace.method != "GET" && trace.method != "HEAD"
+        {
+            writeCommitted(userID)
+        }
+        let elapsed = ContinuousClock.now - trace.started
+        // A request that waited took as long as its client asked: kept out of the latency histogram.
+        metrics.record(
+            method: trace.method, route: trace.routePattern, status: response.status.code,
+            seconds: trace.waited ? nil : elapsed.seconds)
         let refused = trace.addressLimited || [401, 404, 405].contains(response.status.code)
         if refused && (trace.addressLimited || refusedLogLines?.admit("") != nil) {
             floodLog.note { count, seconds in
@@ -192,7 +210,7 @@ struct LocifyResponder: HTTPResponder {
         logger.info(
             "request",
             metadata: [
-                "request_id": .string(requestID), "method": .string(method), "route": .string(trace.routePattern),
+                "request_id": .string(trace.requestID), "method": .string(trace.method), "route": .string(trace.routePattern),
                 "status": .stringConvertible(response.status.code),
                 "duration_ms": .stringConvertible(elapsed.fractionalMilliseconds), "user_id": .string(trace.userID ?? ""),
             ])
@@ -223,7 +241,7 @@ struct LocifyResponder: HTTPResponder {
         response.headers.set("Cache-Control", "no-store")
     }
 
-    private func errorResponse(_ error: any Error, userID: String?, requestID: String) -> HTTPResponse {
+    fileprivate func errorResponse(_ error: any Error, userID: String?, requestID: String) -> HTTPResponse {
         let apiError: APIError
         if let mapped = APIError.mapping(error) {
             apiError = mapped
@@ -235,5 +253,61 @@ struct LocifyResponder: HTTPResponder {
         var response = HTTPResponse.json(apiError.status, apiError.encodedBody(userID: userID))
         for (name, value) in apiError.headers { response.headers.add(name, value) }
         return response
+    }
+}
+
+/// What the pipeline learned about a request, for its response headers, metrics and log line.
+private struct RequestTrace: Sendable {
+    let started: ContinuousClock.Instant
+    let requestID: String
+    /// The metrics label of the method.
+    let method: String
+    var routePattern = "unmatched"
+    var userID: String?
+    /// Refused by the per-address bucket of refused requests.
+    var addressLimited = false
+    /// The request waited (long-poll) before this answer.
+    var waited = false
+
+    init(of request: HTTPRequest) {
+        started = ContinuousClock.now
+        requestID = RequestID.forRequest(clientValue: request.headers["X-Request-Id"])
+        method = Metrics.methodLabel(request.method.rawValue)
+    }
+
+    /// The same request, answered after a wait.
+    var afterWaiting: RequestTrace {
+        var trace = self
+        trace.waited = true
+        return trace
+    }
+}
+
+/// The two ends of a held request (`HTTPWait.expire` and `recheck`), finished like every response:
+/// one object per waiting request, shared by both closures, so that thousands of waiting clients
+/// do not each keep two copies of the responder.
+private final class WaitEnding: Sendable {
+    let responder: LocifyResponder
+    let wait: RouteWait
+    let trace: RequestTrace
+
+    init(responder: LocifyResponder, wait: RouteWait, trace: RequestTrace) {
+        self.responder = responder
+        self.wait = wait
+        self.trace = trace
+    }
+
+    @Sendable func expire() -> HTTPResponse {
+        responder.finish(wait.expire, trace)
+    }
+
+    @Sendable func recheck() -> HTTPAnswer {
+        let next: RouteAnswer
+        do {
+            next = try wait.recheck()
+        } catch {
+            next = .response(responder.errorResponse(error, userID: trace.userID, requestID: trace.requestID))
+        }
+        return responder.finish(next, trace)
     }
 }

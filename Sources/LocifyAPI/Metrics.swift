@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import Locify
 import Synchronization
 
 /// The server's Prometheus metrics (openapi.yaml): requests by method, route and
@@ -38,12 +39,15 @@ final class Metrics: Sendable {
 
     private let state = Mutex(State())
 
-    /// Counts one finished request. `route` must be a route-table pattern or `unmatched`.
-    func record(method: String, route: String, status: Int, seconds: Double) {
+    /// Counts one finished request, and its latency unless `seconds` is nil (a request that
+    /// waited for a change, as long as its client asked). `route` must be a route-table pattern or
+    /// `unmatched`.
+    func record(method: String, route: String, status: Int, seconds: Double?) {
         let method = Self.methodLabel(method)
-        let bucket = Metrics.buckets.firstIndex { seconds <= $0 }
         state.withLock { state in
             state.requests[RequestKey(method: method, route: route, status: status), default: 0] += 1
+            guard let seconds else { return }
+            let bucket = Metrics.buckets.firstIndex { seconds <= $0 }
             var histogram = state.latency[route] ?? Histogram()
             if let bucket { histogram.counts[bucket] += 1 }
             histogram.total += 1
@@ -65,6 +69,8 @@ final class Metrics: Sendable {
         var cleanupSkipped: [(reason: String, count: Int)] = []
         /// Whether unsigned Auth-emulator tokens are accepted.
         var authEmulatorMode: Bool
+        /// Long-poll pulls: waiting now, woken, notifications, listener reconnects (nil when off).
+        var live: LiveChanges.Statistics? = nil
     }
 
     /// The exposition in Prometheus text format 0.0.4.
@@ -112,6 +118,26 @@ final class Metrics: Sendable {
         out += "# HELP auth_emulator_mode 1 when unsigned Firebase Auth emulator tokens are accepted (never in production).\n"
         out += "# TYPE auth_emulator_mode gauge\n"
         out += "auth_emulator_mode \(gauges.authEmulatorMode ? 1 : 0)\n"
+        if let live = gauges.live {
+            out += "# HELP live_waiting_requests Pulls waiting for a change of their user (long-poll).\n"
+            out += "# TYPE live_waiting_requests gauge\n"
+            out += "live_waiting_requests \(live.waiting)\n"
+            out += "# HELP live_wakeups_total Waiting pulls woken to read the feed again (a change of their user, or the listener reconnected).\n"
+            out += "# TYPE live_wakeups_total counter\n"
+            out += "live_wakeups_total \(live.wakeUps)\n"
+            out += "# HELP live_notifications_total Change notifications received from PostgreSQL (LISTEN locify_changes).\n"
+            out += "# TYPE live_notifications_total counter\n"
+            out += "live_notifications_total \(live.notifications)\n"
+            out += "# HELP live_notifications_sent_total Change notifications sent (users whose writes committed here).\n"
+            out += "# TYPE live_notifications_sent_total counter\n"
+            out += "live_notifications_sent_total \(live.notificationsSent)\n"
+            out += "# HELP live_listen_reconnects_total Times the LISTEN connection was re-established (every waiting pull is woken then).\n"
+            out += "# TYPE live_listen_reconnects_total counter\n"
+            out += "live_listen_reconnects_total \(live.listenReconnects)\n"
+            out += "# HELP live_listen_connected 1 while the LISTEN connection is up.\n"
+            out += "# TYPE live_listen_connected gauge\n"
+            out += "live_listen_connected \(live.isListening ? 1 : 0)\n"
+        }
         out += "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
         out += "# TYPE process_resident_memory_bytes gauge\n"
         out += "process_resident_memory_bytes \(Self.residentMemoryBytes())\n"

@@ -6,11 +6,31 @@ struct Route: Sendable {
     enum Handler: Sendable {
         /// Operational endpoints: no token.
         case open(@Sendable (HTTPRequest) throws -> HTTPResponse)
-        /// `/v1` endpoints: run after authentication and rate limiting.
-        case authenticated(@Sendable (AuthenticatedRequest) throws -> HTTPResponse)
+        /// `/v1` endpoints: run after authentication and rate limiting; a response, or a wait.
+        case authenticated(@Sendable (AuthenticatedRequest) throws -> RouteAnswer)
     }
 
     var handler: Handler
+}
+
+/// What an authenticated route answers: a response, or a wait (long-poll) that `LocifyResponder`
+/// turns into an `HTTPWait`, finishing its every end like any response (headers, metrics, log,
+/// and the error mapping of a recheck that throws).
+enum RouteAnswer: Sendable {
+    case response(HTTPResponse)
+    case wait(RouteWait)
+}
+
+/// A held request as a route describes it (see `HTTPWait`).
+struct RouteWait: Sendable {
+    /// Woken when what the request waits for may have happened.
+    let waiter: HTTPWaiter
+    /// The longest wait.
+    let timeout: Duration
+    /// The answer when the wait ends without a wake (time out, shutdown).
+    let expire: HTTPResponse
+    /// Runs on a worker after a wake: the answer, or another wait.
+    let recheck: @Sendable () throws -> RouteAnswer
 }
 
 /// A request whose token was verified, with its path parameters.
@@ -57,6 +77,14 @@ extension Router where Handler == Route {
     /// Adds a `/v1` endpoint, run after authentication and rate limiting.
     mutating func addAuthenticated(
         _ method: HTTPMethod, _ pattern: String, _ handler: @escaping @Sendable (AuthenticatedRequest) throws -> HTTPResponse
+    ) {
+        add(method, pattern, Route(handler: .authenticated({ request in .response(try handler(request)) })))
+    }
+
+    /// Adds a `/v1` endpoint whose requests may wait (long-poll), run after authentication and
+    /// rate limiting.
+    mutating func addAuthenticatedWaiting(
+        _ method: HTTPMethod, _ pattern: String, _ handler: @escaping @Sendable (AuthenticatedRequest) throws -> RouteAnswer
     ) {
         add(method, pattern, Route(handler: .authenticated(handler)))
     }

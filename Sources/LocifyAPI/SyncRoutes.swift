@@ -6,6 +6,9 @@ import Locify
 struct SyncRoutes: Sendable {
     let services: LocifyServices
     let limits: ClientLimits
+    /// Pulls with `wait`; nil when long-poll is off (`LOCIFY_MAX_WAIT_SECONDS=0`): `wait` is then
+    /// accepted and ignored.
+    let longPoll: LongPoll?
     /// Wakes the clean-up worker after a category delete queued Storage clean-up.
     let cleanupQueued: @Sendable () -> Void
 
@@ -13,6 +16,8 @@ struct SyncRoutes: Sendable {
     static let maxPullLimit = 1000
     /// Changes one pull returns by default.
     static let defaultPullLimit = 500
+    /// The largest `wait` of a pull, seconds (openapi.yaml); the server may grant less.
+    static let maxWaitParameter = 60
 
     func register(in router: inout Router<Route>) {
         let sync = services.sync
@@ -30,21 +35,21 @@ struct SyncRoutes: Sendable {
                 writer.endObject()
             }
         }
-        router.addAuthenticated(.GET, "/v1/sync/changes") { request in
-            let limit = try decoding { try request.query.int("limit", in: 1...Self.maxPullLimit, default: Self.defaultPullLimit) }
-            let page = try sync.pull(request.caller, since: request.query.string("since"), limit: limit)
-            return .json(capacity: 128 + 400 * page.changes.count) { writer in
-                writer.beginObject()
-                writer.key("changes")
-                writer.beginArray()
-                for change in page.changes { writer.feedChange(change, userID: request.userID) }
-                writer.endArray()
-                writer.key("cursor")
-                writer.string(page.cursor)
-                writer.key("has_more")
-                writer.bool(page.hasMore)
-                writer.endObject()
+        let longPoll = self.longPoll
+        router.addAuthenticatedWaiting(.GET, "/v1/sync/changes") { request in
+            let (limit, wait) = try decoding {
+                (
+                    try request.query.int("limit", in: 1...Self.maxPullLimit, default: Self.defaultPullLimit),
+                    try request.query.int("wait", in: 0...Self.maxWaitParameter, default: 0)
+                )
             }
+            let caller = request.caller
+            let since = request.query.string("since")
+            let read: @Sendable () throws -> FeedPage = { try sync.pull(caller, since: since, limit: limit) }
+            let userID = request.userID
+            let render: @Sendable (FeedPage) -> HTTPResponse = { page in Self.render(page, userID: userID) }
+            guard wait > 0, let longPoll, longPoll.maxWaitSeconds > 0 else { return .response(render(try read())) }
+            return try longPoll.pull(userID: userID, seconds: wait, read: read, render: render)
         }
         let users = services.users
         let limits = self.limits
@@ -52,6 +57,24 @@ struct SyncRoutes: Sendable {
             // The account gate runs here too: the first request of a new user provisions it.
             _ = try users.profile(request.caller)
             return .json { limits.write(into: &$0) }
+        }
+    }
+}
+
+extension SyncRoutes {
+    /// `{"changes", "cursor", "has_more"}` of one pull.
+    static func render(_ page: FeedPage, userID: String) -> HTTPResponse {
+        .json(capacity: 128 + 400 * page.changes.count) { writer in
+            writer.beginObject()
+            writer.key("changes")
+            writer.beginArray()
+            for change in page.changes { writer.feedChange(change, userID: userID) }
+            writer.endArray()
+            writer.key("cursor")
+            writer.string(page.cursor)
+            writer.key("has_more")
+            writer.bool(page.hasMore)
+            writer.endObject()
         }
     }
 }
@@ -69,6 +92,8 @@ struct ClientLimits: Sendable {
     var maxPushChanges: Int
     var maxBodyBytes: Int
     var tombstoneRetentionSeconds: Int
+    /// The longest wait of a pull the server grants (0: long-poll off).
+    var maxWaitSeconds: Int
 
     func write(into writer: inout JSONWriter) {
         writer.beginObject()
@@ -82,6 +107,8 @@ struct ClientLimits: Sendable {
         writer.int(maxBodyBytes)
         writer.key("tombstone_retention_seconds")
         writer.int(tombstoneRetentionSeconds)
+        writer.key("max_wait_seconds")
+        writer.int(maxWaitSeconds)
         writer.endObject()
     }
 }

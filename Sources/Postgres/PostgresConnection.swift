@@ -150,6 +150,61 @@ public final class PostgresConnection {
         return PQstatus(handle) == CONNECTION_OK
     }
 
+    // MARK: - LISTEN support (PostgresListener)
+
+    /// The connection's socket, to wait on with `poll` (-1 when there is none).
+    var socketDescriptor: Int32 { PQsocket(handle) }
+
+    /// Reads, without blocking, what the server sent on a connection that listens, and parses it
+    /// (notifications, the answer to a probe). False when the connection is lost: end of stream,
+    /// or a FATAL message such as the one a terminated backend sends.
+    func readInput() -> Bool {
+        guard !isBroken else { return false }
+        if PQconsumeInput(handle) == 0 || PQstatus(handle) == CONNECTION_BAD {
+            isBroken = true
+            return false
+        }
+        _ = PQisBusy(handle)
+        if noticeSink.receivedFatalError {
+            isBroken = true
+            return false
+        }
+        return true
+    }
+
+    /// The next notification `readInput` received, nil when there is none.
+    func nextNotification() -> (channel: String, payload: String)? {
+        guard let notification = PQnotifies(handle) else { return nil }
+        defer { PQfreemem(notification) }
+        return (String(cString: notification.pointee.relname), String(cString: notification.pointee.extra))
+    }
+
+    /// Sends `SELECT 1` without waiting for the answer (`collectProbeAnswer` reads it): proof that
+    /// the server still answers on a connection that otherwise only listens. False when it could
+    /// not be sent.
+    func sendProbe() -> Bool {
+        guard !isBroken, PQsendQuery(handle, "SELECT 1") == 1 else {
+            isBroken = true
+            return false
+        }
+        return PQflush(handle) == 0
+    }
+
+    /// After `readInput`: true once the whole answer to the probe has arrived, false while it has
+    /// not; throws when the probe failed (the connection is then broken).
+    func collectProbeAnswer() throws(PostgresError) -> Bool {
+        while PQisBusy(handle) == 0 {
+            guard let result = PQgetResult(handle) else { return true }
+            let status = PQresultStatus(result)
+            PQclear(result)
+            if status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK {
+                isBroken = true
+                throw PostgresError(kind: .connectionLost, message: "the probe of a listening connection failed")
+            }
+        }
+        return false
+    }
+
     /// The number of statements currently prepared on this connection (for tests and metrics).
     var preparedStatementCount: Int { statements.count }
 

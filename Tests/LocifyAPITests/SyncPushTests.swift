@@ -78,7 +78,7 @@ struct SyncPushTests {
             info.object
                 == [
                     "max_push_changes": 3, "max_page_size": 100, "max_pull_limit": 1000, "max_body_bytes": 2_097_152,
-                    "tombstone_retention_seconds": 86_400,
+                    "tombstone_retention_seconds": 86_400, "max_wait_seconds": 60,
                 ])
         #expect(try server.request("GET", "/v1/info").errorCode == "E005")
         let three = (0..<3).map { C.change("category", "create", C.category(UUID(), name: "C\($0)", at: 1)) }

@@ -1,0 +1,245 @@
+import Dispatch
+import Glibc
+import Logging
+import Primitives
+import Synchronization
+
+/// One connection that `LISTEN`s on a channel, on a thread of its own, and hands each
+/// notification's payload to `onNotification`. PostgreSQL sends a notification only when the
+/// transaction that made it commits, to every session listening at that moment.
+///
+/// A lost connection (a terminated backend, a restart, a failover, a probe unanswered for
+/// `probeTimeout`) is opened again with backoff (`minimumBackoff` doubling to `maximumBackoff`,
+/// jittered). Notifications sent while no session listened are lost, so `onListening` runs
+/// each time the listener listens again (and the first time): the caller re-checks whatever those
+/// notifications would have signalled. Both callbacks run on the listener's thread and must be
+/// quick.
+public final class PostgresListener: Sendable {
+    /// Timing of the listener; the defaults suit production, tests shorten them.
+    public struct Timing: Sendable {
+        /// The first pause after a failed connect, doubled after each failure. Default 100 ms.
+        public var minimumBackoff: Duration = .milliseconds(100)
+        /// The longest pause between connect attempts. Default 5 s.
+        public var maximumBackoff: Duration = .seconds(5)
+        /// After this long without traffic, a probe (`SELECT 1`) checks that the server answers.
+        /// Default 10 s.
+        public var probeInterval: Duration = .seconds(10)
+        /// A probe unanswered this long means the connection is lost. Default 5 s.
+        public var probeTimeout: Duration = .seconds(5)
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// What the listener has done so far, for metrics.
+    public struct Statistics: Sendable, Equatable {
+        /// Whether a connection listens now.
+        public var isListening: Bool
+        /// Notifications received on the channel.
+        public var notifications: Int
+        /// Times the listener listened again after losing its connection.
+        public var reconnects: Int
+    }
+
+    private struct State {
+        var isListening = false
+        var notifications = 0
+        var reconnects = 0
+        var started = false
+        var stopping = false
+    }
+
+    /// The channel listened to.
+    public let channel: String
+    private let configuration: PostgresConfiguration
+    private let timing: Timing
+    private let logger: Logger
+    private let onListening: @Sendable () -> Void
+    private let onNotification: @Sendable (String) -> Void
+    private let state = Mutex(State())
+    /// The pipe `stop` writes to, so that the thread's `poll` returns at once.
+    private let stopPipe: (read: Int32, write: Int32)
+    private let stopped = DispatchSemaphore(value: 0)
+
+    /// A listener on `channel` (a lower-case SQL identifier: letters, digits, `_`), connecting with
+    /// `configuration`. Nothing happens until `start()`.
+    public init(
+        configuration: PostgresConfiguration, channel: String, timing: Timing = Timing(), logger: Logger,
+        onListening: @escaping @Sendable () -> Void, onNotification: @escaping @Sendable (String) -> Void
+    ) {
+        precondition(Self.isPlainIdentifier(channel), "the channel must be a lower-case SQL identifier: \(channel)")
+        self.channel = channel
+        self.configuration = configuration
+        self.timing = timing
+        self.logger = logger
+        self.onListening = onListening
+        self.onNotification = onNotification
+        var descriptors: [Int32] = [-1, -1]
+        let result = pipe(&descriptors)
+        precondition(result == 0, "pipe failed: errno \(errno)")
+        for descriptor in descriptors {
+            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        }
+        stopPipe = (descriptors[0], descriptors[1])
+    }
+
+    deinit {
+        Glibc.close(stopPipe.read)
+        Glibc.close(stopPipe.write)
+    }
+
+    /// Starts the listening thread (once).
+    public func start() {
+        let first = state.withLock { state -> Bool in
+            defer { state.started = true }
+            return !state.started && !state.stopping
+        }
+        guard first else { return }
+        DedicatedThread.startOrStop(name: "pg-listen", stackSize: 1 << 20) { [self] in
+            run()
+            stopped.signal()
+        }
+    }
+
+    /// Stops listening and waits for the thread to end (at most a connect or statement timeout
+    /// when it is in the middle of one). Safe to call more than once.
+    public func stop() {
+        let running = state.withLock { state -> Bool in
+            defer { state.stopping = true }
+            return state.started && !state.stopping
+        }
+        guard running else { return }
+        var byte: UInt8 = 1
+        _ = write(stopPipe.write, &byte, 1)
+        stopped.wait()
+    }
+
+    /// Whether it listens now, and its counts.
+    public var statistics: Statistics {
+        state.withLock { Statistics(isListening: $0.isListening, notifications: $0.notifications, reconnects: $0.reconnects) }
+    }
+
+    // MARK: - The thread
+
+    private var isStopping: Bool { state.withLock { $0.stopping } }
+
+    private func run() {
+        var backoff = timing.minimumBackoff
+        var listenedBefore = false
+        var failuresInARow = 0
+        var listenerConfiguration = configuration
+        listenerConfiguration.applicationName = configuration.applicationName + "-listen"
+        while !isStopping {
+            let connection: PostgresConnection
+            do {
+                connection = try PostgresConnection.connect(listenerConfiguration, logger: logger)
+                try connection.execute(unsafeSQL: "LISTEN \"\(channel)\"")
+            } catch {
+                failuresInARow += 1
+                // The first failure of an outage is worth a warning; the retries are not.
+                let level: Logger.Level = failuresInARow == 1 ? .warning : .debug
+                logger.log(
+                    level: level, "cannot listen for notifications; retrying",
+                    metadata: ["channel": "\(channel)", "error": "\(error)", "retry_ms": "\(backoff.milliseconds)"])
+                if waitForStop(timeoutMilliseconds: Self.jittered(backoff)) { break }
+                backoff = min(backoff * 2, timing.maximumBackoff)
+                continue
+            }
+            state.withLock { state in
+                state.isListening = true
+                if listenedBefore { state.reconnects += 1 }
+            }
+            if listenedBefore || failuresInARow > 0 {
+                logger.info("listening for notifications again", metadata: ["channel": "\(channel)"])
+            }
+            listenedBefore = true
+            failuresInARow = 0
+            backoff = timing.minimumBackoff
+            onListening()
+            let stopRequested = listen(on: connection)
+            state.withLock { $0.isListening = false }
+            if stopRequested { break }
+            logger.warning("lost the connection that listens for notifications; reconnecting", metadata: ["channel": "\(channel)"])
+        }
+    }
+
+    /// Delivers notifications until the connection is lost (false) or `stop` is called (true).
+    private func listen(on connection: PostgresConnection) -> Bool {
+        let clock = ContinuousClock()
+        var lastTraffic = clock.now
+        var probeSentAt: ContinuousClock.Instant?
+        while true {
+            let socket = connection.socketDescriptor
+            guard socket >= 0 else { return false }
+            let wait: Duration
+            if let sentAt = probeSentAt {
+                wait = timing.probeTimeout - sentAt.duration(to: clock.now)
+            } else {
+                wait = timing.probeInterval - lastTraffic.duration(to: clock.now)
+            }
+            var descriptors = [
+                pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0),
+            ]
+            let ready = poll(&descriptors, 2, Int32(clamping: max(0, wait.milliseconds) + 1))
+            if ready < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            if descriptors[1].revents != 0 { return true }
+            if descriptors[0].revents != 0 {
+                guard connection.readInput() else { return false }
+                lastTraffic = clock.now
+                var received = 0
+                while let notification = connection.nextNotification() {
+                    guard notification.channel == channel else { continue }
+                    received += 1
+                    onNotification(notification.payload)
+                }
+                if received > 0 { state.withLock { $0.notifications += received } }
+                if probeSentAt != nil {
+                    do {
+                        if try connection.collectProbeAnswer() { probeSentAt = nil }
+                    } catch {
+                        return false
+                    }
+                }
+                continue
+            }
+            if let sentAt = probeSentAt {
+                if sentAt.duration(to: clock.now) >= timing.probeTimeout { return false }
+            } else if lastTraffic.duration(to: clock.now) >= timing.probeInterval {
+                guard connection.sendProbe() else { return false }
+                probeSentAt = clock.now
+            }
+        }
+    }
+
+    /// Sleeps up to `timeoutMilliseconds`; true when `stop` was called.
+    private func waitForStop(timeoutMilliseconds: Int32) -> Bool {
+        var descriptor = pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)
+        while true {
+            let ready = poll(&descriptor, 1, timeoutMilliseconds)
+            if ready < 0 && errno == EINTR { continue }
+            return ready > 0 || isStopping
+        }
+    }
+
+    /// `duration` in milliseconds, between half of it and all of it, so that instances that lost
+    /// the database together do not all come back at the same instant.
+    private static func jittered(_ duration: Duration) -> Int32 {
+        let milliseconds = max(1, duration.milliseconds)
+        return Int32(clamping: milliseconds / 2 + Int64.random(in: 0...(milliseconds / 2)))
+    }
+
+    private static func isPlainIdentifier(_ name: String) -> Bool {
+        guard let first = name.utf8.first, first == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first)
+        else { return false }
+        return name.utf8.count <= 63
+            && name.utf8.allSatisfy { byte in
+                byte == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+            }
+    }
+}

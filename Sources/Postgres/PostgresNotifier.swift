@@ -1,0 +1,199 @@
+import Dispatch
+import Glibc
+import Logging
+import Primitives
+import Synchronization
+
+/// Sends notifications on a channel from a connection and a thread of its own: what `notify`
+/// queued meanwhile (each payload once) goes out in one statement, committed asynchronously
+/// (`synchronous_commit = off`: a notification needs no durability), packed into as few
+/// notifications as fit PostgreSQL's payload limit, joined by `separator` (which no payload may
+/// contain; listeners split on it): each notification costs PostgreSQL, and every listening
+/// backend and process, about the same whatever its payload.
+///
+/// Why not `NOTIFY` inside the transaction whose commit it announces: PostgreSQL serialises the
+/// commits of notifying transactions with one global lock, held from the queue insert until the
+/// commit is flushed, so every write would wait for the flushes of all the others (measured with
+/// durable commits: 0.07 times the write throughput at 32 clients, bench/RESULTS.md). Sent from
+/// here, after the commit, a notification holds that lock for a few microseconds and no write
+/// waits for it. The price: a notification queued when the process dies is never sent (the
+/// caller's listeners must tolerate lost notifications anyway).
+///
+/// Sends are at least `minimumInterval` apart: a lone notification goes out at once, and under
+/// load what is queued meanwhile shares one statement, so the notifications cost PostgreSQL (and
+/// every listening instance) at most one transaction per interval whatever the write rate. A
+/// failed send is retried, with the payloads queued since, after a pause (`minimumBackoff`
+/// doubling to `maximumBackoff`); at most `maxQueued` distinct payloads wait, further ones are
+/// dropped (and counted).
+public final class PostgresNotifier: Sendable {
+    /// What the notifier has done so far, for metrics and tests.
+    public struct Statistics: Sendable, Equatable {
+        /// Payloads sent.
+        public var sent: Int
+        /// Statements that failed (each retried).
+        public var failures: Int
+        /// Payloads dropped because `maxQueued` were waiting.
+        public var dropped: Int
+    }
+
+    private struct State {
+        var queued: [String] = []
+        var queuedSet: Set<String> = []
+        var sent = 0
+        var failures = 0
+        var dropped = 0
+        var started = false
+        var stopping = false
+    }
+
+    /// The channel notified.
+    public let channel: String
+    /// Most distinct payloads waiting to be sent.
+    public let maxQueued: Int
+    /// The shortest time between two sends.
+    public let minimumInterval: Duration
+    /// What joins the payloads packed into one notification.
+    public let separator: Character
+    /// The longest packed payload, bytes (PostgreSQL's limit is 8,000).
+    static let maxPackedBytes = 7_900
+    private let configuration: PostgresConfiguration
+    private let timing: PostgresListener.Timing
+    private let logger: Logger
+    private let state = Mutex(State())
+    /// Signalled when the queue turns non-empty, and by `stop`.
+    private let work = DispatchSemaphore(value: 0)
+    private let stopped = DispatchSemaphore(value: 0)
+
+    /// A notifier on `channel` (a lower-case SQL identifier), connecting with `configuration`
+    /// (`-notify` appended to its application name). Nothing is sent until `start()`.
+    public init(
+        configuration: PostgresConfiguration, channel: String, timing: PostgresListener.Timing = PostgresListener.Timing(),
+        minimumInterval: Duration = .milliseconds(5), separator: Character = "\n", maxQueued: Int = 100_000, logger: Logger
+    ) {
+        self.channel = channel
+        self.separator = separator
+        self.minimumInterval = minimumInterval
+        self.maxQueued = max(1, maxQueued)
+        var configuration = configuration
+        configuration.applicationName += "-notify"
+        configuration.sessionSettings["synchronous_commit"] = "off"
+        self.configuration = configuration
+        self.timing = timing
+        self.logger = logger
+    }
+
+    /// Starts the sending thread (once).
+    public func start() {
+        let first = state.withLock { state -> Bool in
+            defer { state.started = true }
+            return !state.started && !state.stopping
+        }
+        guard first else { return }
+        DedicatedThread.startOrStop(name: "pg-notify", stackSize: 1 << 20) { [self] in
+            run()
+            stopped.signal()
+        }
+    }
+
+    /// Stops the thread after its current statement (what is still queued is dropped). Safe to
+    /// call more than once.
+    public func stop() {
+        let running = state.withLock { state -> Bool in
+            defer { state.stopping = true }
+            return state.started && !state.stopping
+        }
+        guard running else { return }
+        work.signal()
+        stopped.wait()
+    }
+
+    /// Queues a notification with `payload` (once however often it is queued before it is sent;
+    /// it must not contain `separator`, and may hold at most 7,900 bytes). Any thread; never
+    /// blocks.
+    public func notify(_ payload: String) {
+        let wake = state.withLock { state -> Bool in
+            guard !state.stopping, !state.queuedSet.contains(payload) else { return false }
+            guard state.queued.count < maxQueued else {
+                state.dropped += 1
+                return false
+            }
+            state.queued.append(payload)
+            state.queuedSet.insert(payload)
+            return state.queued.count == 1
+        }
+        if wake { work.signal() }
+    }
+
+    /// The counts so far.
+    public var statistics: Statistics {
+        state.withLock { Statistics(sent: $0.sent, failures: $0.failures, dropped: $0.dropped) }
+    }
+
+    /// `payloads` joined by `separator` into as few strings of at most `maxPackedBytes` as the
+    /// order allows (a payload longer than that goes alone).
+    static func packed(_ payloads: [String], separator: Character) -> [String] {
+        var packed: [String] = []
+        var current = ""
+        for payload in payloads {
+            if !current.isEmpty && current.utf8.count + 1 + payload.utf8.count > maxPackedBytes {
+                packed.append(current)
+                current = ""
+            }
+            if !current.isEmpty { current.append(separator) }
+            current += payload
+        }
+        if !current.isEmpty { packed.append(current) }
+        return packed
+    }
+
+    // MARK: - The thread
+
+    private func run() {
+        var connection: PostgresConnection?
+        var backoff = timing.minimumBackoff
+        let clock = ContinuousClock()
+        var lastSend = clock.now - minimumInterval
+        while true {
+            // Under load, what arrives meanwhile joins this batch.
+            DedicatedThread.sleep(for: minimumInterval - lastSend.duration(to: clock.now))
+            let batch = state.withLock { state -> [String]? in
+                if state.stopping { return nil }
+                let batch = state.queued
+                state.queued = []
+                state.queuedSet = []
+                return batch
+            }
+            guard let batch else { return }
+            if batch.isEmpty {
+                work.wait()
+                continue
+            }
+            do {
+                if connection == nil || connection?.isBroken == true {
+                    connection = try PostgresConnection.connect(configuration, logger: logger)
+                }
+                lastSend = clock.now
+                try connection?.query(
+                    "SELECT count(pg_notify(\(channel), payload)) FROM unnest(\(Self.packed(batch, separator: separator))) AS payload")
+                state.withLock { $0.sent += batch.count }
+                backoff = timing.minimumBackoff
+            } catch {
+                let first = state.withLock { state -> Bool in
+                    state.failures += 1
+                    // Sent later, with what was queued meanwhile.
+                    for payload in batch where !state.queuedSet.contains(payload) && state.queued.count < maxQueued {
+                        state.queued.append(payload)
+                        state.queuedSet.insert(payload)
+                    }
+                    return backoff == timing.minimumBackoff
+                }
+                if connection?.isBroken != false { connection = nil }
+                logger.log(
+                    level: first ? .warning : .debug, "cannot send notifications; retrying",
+                    metadata: ["channel": "\(channel)", "error": "\(error)", "retry_ms": "\(backoff.milliseconds)"])
+                _ = work.wait(timeout: .now() + .milliseconds(Int(clamping: backoff.milliseconds)))
+                backoff = min(backoff * 2, timing.maximumBackoff)
+            }
+        }
+    }
+}

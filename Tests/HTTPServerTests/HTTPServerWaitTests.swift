@@ -83,7 +83,9 @@ private struct WaitingResponder: HTTPResponder {
         }
         let name = parts[1]
         let board = self.board
-        let waiter = HTTPWaiter { _ in board.end(name) }
+        // Weakly: the board keeps its waiters, so a strong capture would be a cycle (a leak
+        // LeakSanitizer reports).
+        let waiter = HTTPWaiter { [weak board] _ in board?.end(name) }
         board.register(name, waiter)
         if parts[0] == "wait-woken" { waiter.wake() }
         return .wait(Self.wait(name, waiter: waiter, timeout: timeout, board: board))

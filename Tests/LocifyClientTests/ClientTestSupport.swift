@@ -77,6 +77,8 @@ final class EventLog: Sendable {
     }
 
     func stop() { task.cancel() }
+
+    deinit { task.cancel() }
 }
 
 /// The server's live records through the REST listings, and the snapshot feed.

@@ -157,22 +157,22 @@ extension SyncEngine {
         return max(0, min(info.maxWaitSeconds, wanted, transport))
     }
 
-    /// Applies a long-poll's answer in a sync turn. The page is the next one of the copy only when
-    /// no other turn began or was under way since it was asked for, and the cursor is the one it
-    /// was asked with (a push meanwhile may have stored newer records than the page holds): then
-    /// it is applied as the first page of the normal pull path, else the feed is read again from
-    /// the stored cursor (when the answer had anything).
+    /// Applies a long-poll's answer in a sync turn, as the first page of the normal pull path
+    /// (which follows `has_more` to the end). The answer is the next page of the copy only when no
+    /// other turn began or was under way since it was asked for and the stored cursor is still the
+    /// one it was asked with: a sync meanwhile moved the cursor, and a push may have stored newer
+    /// records than the page holds. Otherwise it is dropped; the next long-poll, from the stored
+    /// cursor, answers at once with whatever follows it.
     private func applyLongPoll(
         _ page: FeedPage, since cursor: String, user: String, askedAt asked: (turns: UInt64, duringSync: Bool)
     ) async throws {
         await acquireSyncTurn()
         defer { releaseSyncTurn() }
         let stored = try loaded().metadata
-        guard stored.cursor != nil, stored.userID == user else { return }
-        let isNext = !asked.duringSync && live.turns == asked.turns &+ 1 && stored.cursor == cursor
-        if !isNext && page.changes.isEmpty && !page.hasMore { return }
+        let isNext = !asked.duringSync && live.turns == asked.turns &+ 1 && stored.cursor == cursor && stored.userID == user
+        guard isNext else { return }
         var report = SyncReport()
-        try await pullAll(user: user, report: &report, answered: isNext ? page : nil)
+        try await pullAll(user: user, report: &report, answered: page)
     }
 
     /// After a failure: whether live mode goes on (not cancelled, same account), after a pause.

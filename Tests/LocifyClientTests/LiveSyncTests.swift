@@ -1,0 +1,316 @@
+import Foundation
+import LocifyAPI
+import LocifyClient
+import Synchronization
+import Testing
+import TestSupport
+import TestSupportServer
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A store that notes when each location version (by name: every write in these tests names it
+/// uniquely) first reached it: the moment a change shows on the device.
+final class ArrivalStore: LocalStore, Sendable {
+    private let base = InMemoryStore()
+    private let arrivals = Mutex<[String: ContinuousClock.Instant]>([:])
+
+    func metadata() throws -> StoreMetadata { try base.metadata() }
+    func category(id: UUID) throws -> Category? { try base.category(id: id) }
+    func location(id: UUID) throws -> Location? { try base.location(id: id) }
+    func categories() throws -> [Category] { try base.categories() }
+    func locations(_ query: LocalQuery) throws -> [Location] { try base.locations(query) }
+    func locationIDs(inCategory id: UUID) throws -> [UUID] { try base.locationIDs(inCategory: id) }
+    func outbox() throws -> [OutboxEntry] { try base.outbox() }
+    func erase() throws { try base.erase() }
+
+    func commit(_ changes: LocalChanges) throws {
+        try base.commit(changes)
+        let now = ContinuousClock.now
+        arrivals.withLock { arrivals in
+            for location in changes.upsertedLocations where arrivals[location.name] == nil { arrivals[location.name] = now }
+        }
+    }
+
+    /// When a location named `name` was first stored.
+    func arrival(of name: String) -> ContinuousClock.Instant? { arrivals.withLock { $0[name] } }
+}
+
+/// Polls `condition` every 5 ms until it holds or `timeout` passes (a generous bound, not a
+/// figure); a condition that throws counts as not holding yet.
+func until(_ timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if (try? await condition()) == true { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return (try? await condition()) == true
+}
+
+/// Counts the requests an API client makes: each asks its token provider once.
+final class TokenCounter: Sendable {
+    let count = Atomic<Int>(0)
+
+    func provider(_ harness: ClientHarness) -> LocifyAPIClient.TokenProvider {
+        let tokens = harness.tokens
+        return { [self] force in
+            count.add(1, ordering: .relaxed)
+            return try await tokens(force)
+        }
+    }
+
+    var value: Int { count.load(ordering: .relaxed) }
+}
+
+/// Runs blocking work (an application's shutdown) off the cooperative pool.
+func offThePool(_ body: @escaping @Sendable () throws -> Void) async throws {
+    let thread = BackgroundThread(body)
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+        DispatchQueue.global().async { continuation.resume(with: Result { try thread.join() }) }
+    }
+}
+
+/// The p-th percentile (0...1) of `values`, nearest rank.
+func percentile(_ values: [Double], _ fraction: Double) -> Double {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return .nan }
+    return sorted[min(sorted.count - 1, max(0, Int((Double(sorted.count) * fraction).rounded(.up)) - 1))]
+}
+
+/// Live mode (issue 24 item 5) end to end against the real server and PostgreSQL: changes reach
+/// the other devices by themselves, nothing is missed across dropped answers and a server restart,
+/// cancellation stops every request, and failures back off as the rules say.
+@Suite("LocifyClient live mode: long-poll, pushes as edits are made, reconnects, backoff", .serialized)
+struct LiveSyncTests {
+    /// Changes per device in the latency test: `LOCIFY_LIVE_CHANGES` (the benchmark runs hundreds).
+    static var changesPerDevice: Int {
+        ProcessInfo.processInfo.environment["LOCIFY_LIVE_CHANGES"].flatMap { Int($0) } ?? 8
+    }
+
+    @Test("devices in live mode see each other's changes without calling sync(); the time from sync() to the other stores is reported")
+    func changesArriveByThemselves() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let stores = (0..<3).map { _ in ArrivalStore() }
+        let engines = stores.map { SyncEngine(api: harness.api(), store: $0) }
+        let category = try await engines[0].saveCategory(name: "Live")
+        try await engines[0].sync()
+        let tasks = engines.map { $0.live() }
+        defer { for task in tasks { task.cancel() } }
+        let seen = await until {
+            let second = try await engines[1].category(id: category.id)
+            let third = try await engines[2].category(id: category.id)
+            return second != nil && third != nil
+        }
+        #expect(seen, "the category reached the other devices")
+
+        var latencies: [Double] = []
+        for round in 0..<Self.changesPerDevice {
+            for (writer, engine) in engines.enumerated() {
+                let name = "w\(writer)-\(round)"
+                try await engine.saveLocation(LocationDraft(categoryID: category.id, name: name, latitude: 48, longitude: 2))
+                let syncCalled = ContinuousClock.now
+                try await engine.sync()
+                for (reader, store) in stores.enumerated() where reader != writer {
+                    let arrived = await until { store.arrival(of: name) != nil }
+                    #expect(arrived, "\(name) reached device \(reader) without its calling sync()")
+                    if let arrival = store.arrival(of: name) {
+                        latencies.append(max(0, (arrival - syncCalled) / .milliseconds(1)))
+                    }
+                }
+            }
+        }
+        #expect(latencies.count == 2 * 3 * Self.changesPerDevice)
+        print(
+            "live-sync latency, sync() on one device to another device's store: \(latencies.count) arrivals,"
+                + String(format: " p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms", percentile(latencies, 0.5), percentile(latencies, 0.9), percentile(latencies, 0.99), latencies.max() ?? 0))
+        for task in tasks { task.cancel() }
+        for task in tasks { await task.value }
+        var devices: [ServerView] = []
+        for engine in engines { devices.append(try await ServerView.device(engine)) }
+        let listings = try await ServerView.listings(harness.api()).comparable
+        for (index, device) in devices.enumerated() {
+            #expect(device == listings, "device \(index) equals the server:\n\(device.difference(from: listings))")
+        }
+    }
+
+    @Test("an edit made while a long-poll is open is pushed at once, without waiting for the poll to end")
+    func editsArePushedWhileThePollIsOpen() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let engine = SyncEngine(api: harness.api(), store: InMemoryStore())
+        let task = engine.live()
+        defer { task.cancel() }
+        #expect(await until { server.application.server.waitingRequests == 1 }, "the long-poll is open")
+        let category = try await engine.saveCategory(name: "Pushed while waiting")
+        // The poll waits 15 s (the harness's 20 s time-out less 5 s): the push must not wait for it.
+        #expect(await until(.seconds(10)) { (try? await harness.api().category(id: category.id)) != nil })
+        #expect(await until(.seconds(10)) { try await engine.pendingChanges().isEmpty })
+        task.cancel()
+        await task.value
+    }
+
+    @Test("answers dropped on the way and a server restart while the device waits: it reconnects and misses no write")
+    func reconnectsAndMissesNothing() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        // The writer talks to one instance, the follower waits on another, which restarts.
+        let writerInstance = try server.startApplication()
+        defer { writerInstance.shutdown() }
+        let followerInstance = try server.startApplication()
+        let followerPort = followerInstance.port
+        var restarted: Application?
+        // safe because: the literal is a valid URL
+        let writerAPI = LocifyAPIClient(baseURL: URL(string: "http://127.0.0.1:\(writerInstance.port)")!, timeout: 20, token: harness.tokens)
+        let writer = SyncEngine(api: writerAPI, store: InMemoryStore())
+        let followerStore = ArrivalStore()
+        let name = "b\(UInt32.random(in: 0...UInt32.max))"
+        // A quarter of the follower's requests fail, half of those after the server answered.
+        FaultPlans.set(device: name, failureRate: 0.25, seed: 24, kinds: [.failBeforeSending, .dropAnswer, .timeoutAfterApplying])
+        defer { FaultPlans.remove(device: name) }
+        // safe because: device names are letters and digits
+        let followerURL = URL(string: "http://\(name).fault.test:\(followerPort)")!
+        let follower = SyncEngine(
+            api: LocifyAPIClient(baseURL: followerURL, session: FaultInjectingURLProtocol.session(), timeout: 20, token: harness.tokens),
+            store: followerStore)
+        let events = await EventLog(follower)
+        defer { events.stop() }
+        var fast = LiveSyncSettings()
+        fast.initialBackoff = .milliseconds(50)
+        fast.maximumBackoff = .milliseconds(400)
+        let tasks = [writer.live(fast), follower.live(fast)]
+        defer { for task in tasks { task.cancel() } }
+
+        let category = try await writer.saveCategory(name: "Followed")
+        var written: [String] = []
+        for index in 0..<60 {
+            if index == 20 {
+                // The follower's instance goes away (its waiting pull is answered at once) and
+                // comes back on the same port a moment later, while the writer goes on.
+                try await offThePool { followerInstance.shutdown() }
+            }
+            if index == 35 {
+                restarted = try server.startApplication(configure: { $0.port = followerPort })
+            }
+            let location = "l\(index)"
+            try await writer.saveLocation(LocationDraft(categoryID: category.id, name: location, latitude: 1, longitude: 1))
+            written.append(location)
+            if index % 7 == 0 { _ = try? await writer.sync() }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        defer { restarted?.shutdown() }
+        #expect(await until { try await writer.pendingChanges().isEmpty }, "the writer pushed everything")
+        let missing = { written.filter { followerStore.arrival(of: $0) == nil } }
+        #expect(await until(.seconds(90)) { missing().isEmpty }, "every write reached the follower; missing: \(missing())")
+        #expect(FaultPlans.counts(device: name).failures > 0, "the network failed some of the follower's requests")
+        #expect(events.all.contains { if case .liveRetrying = $0 { true } else { false } }, "the follower backed off and reconnected")
+        let reconnected = await until { restarted?.server.waitingRequests == 1 }
+        #expect(reconnected, "the follower's long-poll waits on the restarted instance")
+        for task in tasks { task.cancel() }
+        for task in tasks { await task.value }
+        let listings = try await ServerView.listings(harness.api()).comparable
+        let local = try await ServerView.device(follower)
+        #expect(local == listings, "the follower equals the server:\n\(local.difference(from: listings))")
+    }
+
+    @Test("cancelling live mode ends the open long-poll and every further request")
+    func cancellationStopsEverything() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let counter = TokenCounter()
+        let api = LocifyAPIClient(baseURL: harness.baseURL, timeout: 20, token: counter.provider(harness))
+        let engine = SyncEngine(api: api, store: InMemoryStore())
+        let task = engine.live()
+        #expect(await until { server.application.server.waitingRequests == 1 }, "the long-poll is open")
+        task.cancel()
+        await task.value
+        #expect(await until(.seconds(10)) { server.application.server.waitingRequests == 0 }, "the server saw the request end")
+        let requests = counter.value
+        // Another device's change would answer a poll that was still open; and edits no longer push.
+        let other = harness.api()
+        _ = try await other.createCategory(CategoryWrite(id: UUID(), name: "After", updatedAt: Date()))
+        try await engine.saveCategory(name: "Local only")
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(counter.value == requests, "no request after cancellation")
+        #expect(try await engine.pendingChanges().count == 1)
+        #expect(try await engine.categories().allSatisfy { $0.name != "After" })
+    }
+
+    /// Pauses recorded by the injected sleeper; it stops live mode after `limit` of them.
+    final class PauseRecorder: Sendable {
+        let pauses = Mutex<[Duration]>([])
+        let limit: Int
+
+        init(limit: Int) { self.limit = limit }
+
+        var sleep: @Sendable (Duration) async throws -> Void {
+            { [self] pause in
+                let count = pauses.withLock { pauses in
+                    pauses.append(pause)
+                    return pauses.count
+                }
+                if count >= limit { throw CancellationError() }
+            }
+        }
+
+        var milliseconds: [Int64] { pauses.withLock { $0.map { $0 / .milliseconds(1) } }.map { Int64($0.rounded()) } }
+    }
+
+    @Test(
+        "failures back off exponentially with full jitter, capped, never sooner than Retry-After (no real sleep)",
+        arguments: [(1.0, [500, 1000, 2000, 11000, 7000, 4000, 4000]), (0.0, [0, 0, 0, 7000, 3000, 0, 0])])
+    func backoff(random: Double, expected: [Int64]) async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let name = "d\(UInt32.random(in: 0...UInt32.max))"
+        FaultPlans.set(device: name, failureRate: 1, seed: 1, kinds: [.failBeforeSending])
+        FaultPlans.script(
+            device: name,
+            [
+                .failBeforeSending, .timeoutBeforeSending, .failBeforeSending, .answerBeforeSending(status: 503, retryAfter: 7),
+                .answerBeforeSending(status: 429, retryAfter: 3),
+            ])
+        defer { FaultPlans.remove(device: name) }
+        let engine = SyncEngine(api: harness.faultyAPI(device: name), store: InMemoryStore())
+        await engine.setMaxRetryAfter(0)  // the engine's own short waits would sleep for real
+        let events = await EventLog(engine)
+        defer { events.stop() }
+        let recorder = PauseRecorder(limit: expected.count)
+        var settings = LiveSyncSettings()
+        settings.initialBackoff = .milliseconds(500)
+        settings.maximumBackoff = .seconds(4)
+        settings.sleep = recorder.sleep
+        settings.random = { random }
+        await engine.runLive(settings)  // ends when the recorder stops it
+        #expect(recorder.milliseconds == expected)
+        #expect(FaultPlans.counts(device: name).requests == expected.count, "one request per attempt")
+        let reported = await until(.seconds(5)) {
+            events.all.filter { if case .liveRetrying = $0 { true } else { false } }.count == expected.count
+        }
+        #expect(reported, "each pause is reported as .liveRetrying")
+    }
+
+    @Test("a server without long-poll (max_wait_seconds 0) is polled every poll interval")
+    func pollsWithoutLongPoll() async throws {
+        let server = try TestServer.start(configure: { $0.maxWaitSeconds = 0 })
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let engine = SyncEngine(api: harness.api(), store: InMemoryStore())
+        let recorder = PauseRecorder(limit: 3)
+        var settings = LiveSyncSettings()
+        settings.pollInterval = .seconds(9)
+        settings.sleep = recorder.sleep
+        let other = harness.api()
+        let created = try await other.createCategory(CategoryWrite(id: UUID(), name: "Polled", updatedAt: Date()))
+        await engine.runLive(settings)
+        #expect(recorder.milliseconds == [9000, 9000, 9000])
+        #expect(try await engine.category(id: created.id) != nil)
+        #expect(server.application.server.waitingRequests == 0)
+    }
+}

@@ -99,7 +99,25 @@ final class FaultInjectingURLProtocol: URLProtocol {
         }
     }
 
-    override func stopLoading() {}
+    /// Guards `isStopped` and every call to `client`: once URLSession has stopped the load (the
+    /// task was cancelled), a late answer from the forwarding queue must not reach the client,
+    /// which no longer knows the task (FoundationNetworking traps). Recursive: the client may stop
+    /// the load from inside a call.
+    private let clientLock = NSRecursiveLock()
+    private var isStopped = false
+
+    override func stopLoading() {
+        clientLock.lock()
+        isStopped = true
+        clientLock.unlock()
+    }
+
+    /// Runs `body` (calls to `client`) unless the load was stopped.
+    fileprivate func unlessStopped(_ body: () -> Void) {
+        clientLock.lock()
+        defer { clientLock.unlock() }
+        if !isStopped { body() }
+    }
 
     /// The head of an error answer the server never gave.
     private static func injectedError(_ url: URL, status: Int, retryAfter: Int?) -> HTTPURLResponse {
@@ -145,13 +163,15 @@ private final class UncheckedReference: @unchecked Sendable {
     init(_ value: FaultInjectingURLProtocol) { self.value = value }
 
     func fail(_ error: URLError) {
-        value.client?.urlProtocol(value, didFailWithError: error)
+        value.unlessStopped { value.client?.urlProtocol(value, didFailWithError: error) }
     }
 
     func finish(_ response: HTTPURLResponse, _ body: Data) {
-        value.client?.urlProtocol(value, didReceive: response, cacheStoragePolicy: .notAllowed)
-        value.client?.urlProtocol(value, didLoad: body)
-        value.client?.urlProtocolDidFinishLoading(value)
+        value.unlessStopped {
+            value.client?.urlProtocol(value, didReceive: response, cacheStoragePolicy: .notAllowed)
+            value.client?.urlProtocol(value, didLoad: body)
+            value.client?.urlProtocolDidFinishLoading(value)
+        }
     }
 }
 

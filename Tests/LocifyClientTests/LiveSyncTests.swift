@@ -136,6 +136,69 @@ struct LiveSyncTests {
         }
     }
 
+    @Test("devices in live mode edit concurrently over a failing network: they converge without a sync() and no write is lost")
+    func liveSoak() async throws {
+        let server = try TestServer.start(configure: { $0.maxPushChanges = 4 })
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let api = harness.api()
+        let start = try await api.pull(since: nil)
+        var devices: [Device] = []
+        for index in 0..<3 {
+            let device = await Device.make(harness, "live\(index)x", clockOffset: MultiDeviceSoakTests.clockOffsets[index], pullLimit: 7)
+            FaultPlans.set(device: device.name, failureRate: 0.2, seed: 77 &+ UInt64(index))
+            devices.append(device)
+        }
+        defer { for device in devices { device.done() } }
+        PushObserver.observe(devices.map(\.name))
+        let oracle = WriteOracle()
+        var fast = LiveSyncSettings()
+        fast.initialBackoff = .milliseconds(20)
+        fast.maximumBackoff = .milliseconds(300)
+        let tasks = devices.map { $0.engine.live(fast) }
+        defer { for task in tasks { task.cancel() } }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, device) in devices.enumerated() {
+                group.addTask {
+                    var random = SeededGenerator(seed: 500 &+ UInt64(index))
+                    for _ in 0..<25 {
+                        do {
+                            try await MultiDeviceSoakTests.randomEdit(device, oracle, &random)
+                        } catch LocifyError.notFound(let error) where error.requestID == nil {
+                            // Live mode's pull removed the record the edit picked: refused locally.
+                        }
+                        try await Task.sleep(for: .milliseconds(Int.random(in: 0..<40, using: &random)))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        for device in devices { FaultPlans.set(device: device.name, failureRate: 0, seed: 0) }
+        // No sync() from here: live mode alone brings every device to the server's state.
+        let converged = await until(.seconds(120)) {
+            try await Task.sleep(for: .milliseconds(200))
+            for device in devices where try await !device.engine.pendingChanges().isEmpty { return false }
+            let listings = try await ServerView.listings(api).comparable
+            for device in devices where try await ServerView.device(device.engine) != listings { return false }
+            return true
+        }
+        #expect(converged, "every device reached the server's state by itself")
+        for task in tasks { task.cancel() }
+        for task in tasks { await task.value }
+        // A new account starts with its default categories (the first snapshot, one page).
+        let initial = start.changes.compactMap { change -> RecordState? in
+            if case .upsert(let record) = change { return record }
+            return nil
+        }
+        #expect(!start.hasMore)
+        let history = WriteHistoryOracle(initial: initial, PushObserver.take(devices.map(\.name)))
+        try await expectConverged(devices, api, explain: { kind, id in history.history(kind, id) })
+        let tally = try await MultiDeviceSoakTests.expectNoWriteLost(oracle, history, api, since: start.cursor)
+        let failures = devices.map { FaultPlans.counts(device: $0.name).failures }.reduce(0, +)
+        #expect(failures > 0, "the network failed some requests")
+        print("live soak: writes \(oracle.all.values.map(\.count).reduce(0, +)) failures \(failures) \(tally)")
+    }
+
     @Test("an edit made while a long-poll is open is pushed at once, without waiting for the poll to end")
     func editsArePushedWhileThePollIsOpen() async throws {
         let server = try TestServer.start()

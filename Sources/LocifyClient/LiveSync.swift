@@ -33,12 +33,12 @@ struct LiveBackoff {
 
     mutating func reset() { failures = 0 }
 
-    mutating func pause(after error: LocifyError, _ settings: LiveSyncSettings) -> Duration {
+    mutating func pause(retryAfter: Int?, _ settings: LiveSyncSettings) -> Duration {
         failures += 1
         let doublings = Double(min(failures - 1, 30))
         let ceiling = min(settings.maximumBackoff, settings.initialBackoff * pow(2, doublings))
         let jitter = ceiling * min(max(settings.random(), 0), 1)
-        return .seconds(error.retryAfterSeconds ?? 0) + jitter
+        return .seconds(retryAfter ?? 0) + jitter
     }
 }
 
@@ -136,9 +136,16 @@ extension SyncEngine {
                     continue
                 }
                 let asked = (turns: live.turns, duringSync: isSyncing)
+                let sent = ContinuousClock.now
                 let page = try await api.pull(since: cursor, limit: pullLimit, wait: wait, asUser: user)
                 try await applyLongPoll(page, since: cursor, user: user, askedAt: asked)
-                backoff.reset()
+                if page.changes.isEmpty && !page.hasMore && ContinuousClock.now - sent < Self.earlyAnswer {
+                    // Nothing, at once: the instance is shutting down, or something between does not
+                    // hold pulls. The next one waits a pause, as after a failure, never hammering it.
+                    try await settings.sleep(backoff.pause(retryAfter: nil, settings))
+                } else {
+                    backoff.reset()
+                }
             } catch {
                 if let failure = error as? LocifyError, failure.code == "E009" || failure.code == "E001" {
                     caughtUp = false  // the next sync rebuilds the copy from a snapshot, as sync() does
@@ -147,6 +154,9 @@ extension SyncEngine {
             }
         }
     }
+
+    /// An empty long-poll answer sooner than this was not held.
+    private static let earlyAnswer: Duration = .seconds(1)
 
     /// The wait of the next long-poll, in whole seconds: the settings', lowered to the server's
     /// longest and to 5 s less than the API client's time-out; 0 means poll.
@@ -186,7 +196,7 @@ extension SyncEngine {
             return false
         default: break
         }
-        let pause = backoff.pause(after: failure, settings)
+        let pause = backoff.pause(retryAfter: failure.retryAfterSeconds, settings)
         emit(.liveRetrying(failure, after: pause))
         do {
             try await settings.sleep(pause)

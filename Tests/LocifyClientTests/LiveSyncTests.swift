@@ -304,12 +304,17 @@ struct LiveSyncTests {
         #expect(try await engine.categories().allSatisfy { $0.name != "After" })
     }
 
-    /// Pauses recorded by the injected sleeper; it stops live mode after `limit` of them.
+    /// Pauses recorded by the injected sleeper; it stops live mode after `limit` of them. `during`
+    /// runs in each pause (given its number, from 1), in place of sleeping.
     final class PauseRecorder: Sendable {
         let pauses = Mutex<[Duration]>([])
         let limit: Int
+        let during: @Sendable (Int) async throws -> Void
 
-        init(limit: Int) { self.limit = limit }
+        init(limit: Int, during: @escaping @Sendable (Int) async throws -> Void = { _ in }) {
+            self.limit = limit
+            self.during = during
+        }
 
         var sleep: @Sendable (Duration) async throws -> Void {
             { [self] pause in
@@ -318,6 +323,7 @@ struct LiveSyncTests {
                     return pauses.count
                 }
                 if count >= limit { throw CancellationError() }
+                try await during(count)
             }
         }
 
@@ -357,6 +363,45 @@ struct LiveSyncTests {
             events.all.filter { if case .liveRetrying = $0 { true } else { false } }.count == expected.count
         }
         #expect(reported, "each pause is reported as .liveRetrying")
+    }
+
+    @Test("long-polls answered at once with nothing (an instance that does not hold them) are sent again only after growing pauses")
+    func earlyEmptyAnswersArePaced() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let first = try server.startApplication()
+        let port = first.port
+        // safe because: the literal is a valid URL
+        let api = LocifyAPIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!, timeout: 20, token: harness.tokens)
+        let engine = SyncEngine(api: api, store: InMemoryStore())
+        let events = await EventLog(engine)
+        defer { events.stop() }
+        // The first pause (after the shutdown's answer) lasts until the replacement listens.
+        let replaced = Atomic<Bool>(false)
+        let recorder = PauseRecorder(limit: 4) { count in
+            while count == 1 && !replaced.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        var settings = LiveSyncSettings()
+        settings.sleep = recorder.sleep
+        settings.random = { 1 }
+        let task = engine.live(settings)
+        defer { task.cancel() }
+        #expect(await until { first.server.waitingRequests == 1 }, "the long-poll is open")
+        // A rolling deploy replaces the instance with one that does not hold pulls (max wait 0),
+        // while the device still has the first one's /v1/info.
+        try await offThePool { first.shutdown() }
+        let second = try server.startApplication(configure: {
+            $0.port = port
+            $0.maxWaitSeconds = 0
+        })
+        defer { second.shutdown() }
+        replaced.store(true, ordering: .releasing)
+        #expect(await until(.seconds(30)) { recorder.milliseconds.count == 4 })
+        task.cancel()
+        await task.value
+        #expect(recorder.milliseconds == [500, 1000, 2000, 4000], "each empty answer that came at once is followed by a longer pause")
+        #expect(!events.all.contains { if case .liveRetrying = $0 { true } else { false } }, "no request failed")
     }
 
     @Test("a server without long-poll (max_wait_seconds 0) is polled every poll interval")

@@ -204,14 +204,16 @@ struct LiveSyncTests {
         let server = try TestServer.start()
         defer { server.stop() }
         let harness = ClientHarness(server)
-        let engine = SyncEngine(api: harness.api(), store: InMemoryStore())
-        let task = engine.live()
+        let engine = SyncEngine(api: LocifyAPIClient(baseURL: harness.baseURL, timeout: 120, token: harness.tokens), store: InMemoryStore())
+        var settings = LiveSyncSettings()
+        settings.longestWait = .seconds(60)
+        let task = engine.live(settings)
         defer { task.cancel() }
         #expect(await until { server.application.server.waitingRequests == 1 }, "the long-poll is open")
         let category = try await engine.saveCategory(name: "Pushed while waiting")
-        // The poll waits 15 s (the harness's 20 s time-out less 5 s): the push must not wait for it.
-        #expect(await until(.seconds(10)) { (try? await harness.api().category(id: category.id)) != nil })
-        #expect(await until(.seconds(10)) { try await engine.pendingChanges().isEmpty })
+        // The poll waits 60 s: a push that waited for it would come after that.
+        #expect(await until(.seconds(40)) { (try? await harness.api().category(id: category.id)) != nil })
+        #expect(await until(.seconds(40)) { try await engine.pendingChanges().isEmpty })
         task.cancel()
         await task.value
     }
@@ -292,7 +294,7 @@ struct LiveSyncTests {
         #expect(await until { server.application.server.waitingRequests == 1 }, "the long-poll is open")
         task.cancel()
         await task.value
-        #expect(await until(.seconds(10)) { server.application.server.waitingRequests == 0 }, "the server saw the request end")
+        #expect(await until(.seconds(30)) { server.application.server.waitingRequests == 0 }, "the server saw the request end")
         let requests = counter.value
         // Another device's change would answer a poll that was still open; and edits no longer push.
         let other = harness.api()

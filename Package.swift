@@ -168,6 +168,10 @@ let package = Package(
         .executableTarget(
             name: "LocifyClientBenchmark", dependencies: ["LocifyClient"], path: "bench/client", exclude: ["run"],
             swiftSettings: strictSettings),
+        // bench/live-client/run: LocifyClient's live mode, from one device's sync() to the others' stores.
+        .executableTarget(
+            name: "LiveSyncBenchmark", dependencies: ["LocifyClient"], path: "bench/live-client", exclude: ["run"],
+            swiftSettings: strictSettings),
         // The child process LocifyClientTests' crash test kills with SIGKILL while it edits and syncs.
         .executableTarget(name: "LocifyClientCrashChild", dependencies: ["LocifyClient"], path: "Tests/LocifyClientCrashChild"),
         .testTarget(

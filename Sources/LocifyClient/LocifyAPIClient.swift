@@ -179,17 +179,28 @@ public struct LocifyAPIClient: Sendable {
     }
 
     /// `GET /v1/sync/changes`: without `since` a snapshot, with it the changes after that cursor.
-    /// ``LocifyError/cursorExpired(_:)`` (E009) means: start again without `since`.
-    public func pull(since cursor: String?, limit: Int = 500) async throws -> FeedPage {
-        try await pull(since: cursor, limit: limit, asUser: nil)
+    /// ``LocifyError/cursorExpired(_:)`` (E009) means: start again without `since`. With `wait`
+    /// (seconds, at most ``ServerInfo/maxWaitSeconds``), a pull that finds nothing after `since`
+    /// is held by the server until a change commits or the wait ends (long-poll); the request's
+    /// time-out is raised above the wait when it is shorter.
+    public func pull(since cursor: String?, limit: Int = 500, wait: Int = 0) async throws -> FeedPage {
+        try await pull(since: cursor, limit: limit, wait: wait, asUser: nil)
     }
 
     /// `pull`, sent only with a token of `user` (else ``LocifyError/wrongAccount(storeUser:tokenUser:)``).
-    func pull(since cursor: String?, limit: Int, asUser user: String?) async throws -> FeedPage {
+    func pull(since cursor: String?, limit: Int, wait: Int = 0, asUser user: String?) async throws -> FeedPage {
         var query = [("limit", String(limit))]
         if let cursor { query.append(("since", cursor)) }
-        return try await decode(.get, "/v1/sync/changes", query: query, asUser: user)
+        var client = self
+        if wait > 0 {
+            query.append(("wait", String(wait)))
+            client.timeout = max(timeout, TimeInterval(wait) + Self.waitMargin)
+        }
+        return try await client.decode(.get, "/v1/sync/changes", query: query, asUser: user)
     }
+
+    /// How much longer than a long-poll's wait its request may take before it times out.
+    static let waitMargin: TimeInterval = 5
 
     /// The user of the current token (its `sub` claim, read without verifying: the server
     /// verifies), or of `GET /v1/users/me` when the token is not a readable JWT.

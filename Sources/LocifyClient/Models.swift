@@ -295,16 +295,32 @@ public struct ServerInfo: Codable, Sendable, Hashable {
     public var maxBodyBytes: Int
     /// How long tombstones (and sync cursors) live, in seconds.
     public var tombstoneRetentionSeconds: Int
+    /// The longest `wait` of a long-poll pull, in seconds; 0 when the server does not hold pulls
+    /// (or predates long-poll): live mode then polls.
+    public var maxWaitSeconds: Int
 
     /// Limits with the given values, e.g. for tests or previews (the client decodes the server's from `GET /v1/info`).
     public init(
-        maxPushChanges: Int, maxPageSize: Int, maxPullLimit: Int, maxBodyBytes: Int, tombstoneRetentionSeconds: Int
+        maxPushChanges: Int, maxPageSize: Int, maxPullLimit: Int, maxBodyBytes: Int, tombstoneRetentionSeconds: Int,
+        maxWaitSeconds: Int = 0
     ) {
         self.maxPushChanges = maxPushChanges
         self.maxPageSize = maxPageSize
         self.maxPullLimit = maxPullLimit
         self.maxBodyBytes = maxBodyBytes
         self.tombstoneRetentionSeconds = tombstoneRetentionSeconds
+        self.maxWaitSeconds = maxWaitSeconds
+    }
+
+    /// Decodes `/v1/info`; `max_wait_seconds` may be missing (a server without long-poll): 0.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        maxPushChanges = try container.decode(Int.self, forKey: .maxPushChanges)
+        maxPageSize = try container.decode(Int.self, forKey: .maxPageSize)
+        maxPullLimit = try container.decode(Int.self, forKey: .maxPullLimit)
+        maxBodyBytes = try container.decode(Int.self, forKey: .maxBodyBytes)
+        tombstoneRetentionSeconds = try container.decode(Int.self, forKey: .tombstoneRetentionSeconds)
+        maxWaitSeconds = try container.decodeIfPresent(Int.self, forKey: .maxWaitSeconds) ?? 0
     }
 
     enum CodingKeys: String, CodingKey {
@@ -313,6 +329,7 @@ public struct ServerInfo: Codable, Sendable, Hashable {
         case maxPullLimit = "max_pull_limit"
         case maxBodyBytes = "max_body_bytes"
         case tombstoneRetentionSeconds = "tombstone_retention_seconds"
+        case maxWaitSeconds = "max_wait_seconds"
     }
 }
 

@@ -29,12 +29,14 @@ public actor SyncEngine {
     /// The outbox and metadata as committed (loaded from the store at first use).
     private var state: (outbox: OutboxState, metadata: StoreMetadata)?
     private var inFlight: Set<Int64> = []
-    private var isSyncing = false
+    private(set) var isSyncing = false
     private var syncWaiters: [CheckedContinuation<Void, Never>] = []
     private var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
     private var info: ServerInfo?
     /// The latest time this engine stamped an edit with: each new edit gets a later one.
     private var lastStamp: Int64 = .min
+    /// Live mode's state (LiveSync.swift): whether it runs, its edit signal, the sync turns taken.
+    var live = LiveModeState()
 
     /// - Parameters:
     ///   - api: the server.
@@ -74,7 +76,7 @@ public actor SyncEngine {
         subscribers[id] = nil
     }
 
-    private func emit(_ event: SyncEvent) {
+    func emit(_ event: SyncEvent) {
         for continuation in subscribers.values { continuation.yield(event) }
     }
 
@@ -287,7 +289,7 @@ public actor SyncEngine {
         return user
     }
 
-    private func serverInfo() async throws -> ServerInfo {
+    func serverInfo() async throws -> ServerInfo {
         if let info { return info }
         let fetched = try await patiently { try await self.api.info() }
         info = fetched
@@ -451,8 +453,12 @@ public actor SyncEngine {
         try await patiently { try await self.api.allLocations(LocifyAPIClient.LocationQuery(categoryID: id)) }
     }
 
-    private func pullAll(user: String, report: inout SyncReport) async throws {
+    /// Follows the change feed from the stored cursor to its end. `answered` is the feed's page
+    /// after the stored cursor when it was already fetched (a long-poll's answer): it is applied
+    /// in place of the first request.
+    func pullAll(user: String, report: inout SyncReport, answered: FeedPage? = nil) async throws {
         var cursor = try loaded().metadata.cursor
+        var answered = cursor == nil ? nil : answered
         // A resync starts by forgetting the synced records (the snapshot brings back what is still
         // there). A store's first pull instead keeps them while it runs (forgetting them would hide
         // the user's places until the last page arrived) and, once the whole snapshot has arrived
@@ -463,7 +469,12 @@ public actor SyncEngine {
             try Self.checkCancellation()
             let page: FeedPage
             do {
-                page = try await feedPage(since: cursor, user: user)
+                if let prefetched = answered {
+                    page = prefetched
+                    answered = nil
+                } else {
+                    page = try await feedPage(since: cursor, user: user)
+                }
             } catch let error as LocifyError where cursor != nil && (error.code == "E009" || error.code == "E001") {
                 // The cursor expired (E009) or the server does not take it (E001): start again
                 // from a snapshot, keeping the unsynced local changes.
@@ -537,7 +548,7 @@ public actor SyncEngine {
         }
     }
 
-    private func loaded() throws -> (outbox: OutboxState, metadata: StoreMetadata) {
+    func loaded() throws -> (outbox: OutboxState, metadata: StoreMetadata) {
         if let state { return state }
         let (entries, metadata) = try reading { store in (try store.outbox(), try store.metadata()) }
         let loaded = (OutboxState(entries, nextID: metadata.nextOutboxID), metadata)
@@ -569,6 +580,7 @@ public actor SyncEngine {
         }
         state = (transaction.outbox, transaction.metadata)
         for event in transaction.events { emit(event) }
+        if changes.upsertedOutbox.contains(where: { !$0.attempted }) { live.editSignal?.yield() }
     }
 
     /// The device's time for a new edit of a record last stamped `previous`: never earlier than
@@ -583,14 +595,15 @@ public actor SyncEngine {
         return Date(locifyMilliseconds: milliseconds)
     }
 
-    private func acquireSyncTurn() async {
+    func acquireSyncTurn() async {
         while isSyncing {
             await withCheckedContinuation { syncWaiters.append($0) }
         }
         isSyncing = true
+        live.turns &+= 1
     }
 
-    private func releaseSyncTurn() {
+    func releaseSyncTurn() {
         isSyncing = false
         if !syncWaiters.isEmpty { syncWaiters.removeFirst().resume() }
     }

@@ -27,6 +27,9 @@ public enum SyncEvent: Sendable, Hashable {
     case finished(SyncReport)
     /// The sync stopped; unacknowledged changes stay in the outbox for the next sync.
     case failed(LocifyError)
+    /// Live mode (``SyncEngine/runLive(_:)``) failed to reach the server or to sync and tries
+    /// again after the pause given (exponential backoff with jitter, after any `Retry-After`).
+    case liveRetrying(LocifyError, after: Duration)
 }
 
 /// The totals of one ``SyncEngine/sync()``.

@@ -406,6 +406,15 @@ public actor SyncEngine {
                     counts.applied += 1
                     continue
                 }
+                // A replayed place write whose category this device's own later delete, sent
+                // before, has removed since (E007): the write was applied, then superseded.
+                if result.error?.code == "E007", let category = entry.locationCategory,
+                    Self.ownDeleteSentBefore(ofCategory: category, after: entry, batch: batch, outbox: transaction.outbox)
+                {
+                    counts.applied += 1
+                    if let known, let state = known { try transaction.adopt(state) } else if known != nil { transaction.adoptAbsence(entry.key) }
+                    continue
+                }
                 counts.rejected += 1
                 let error = result.error ?? .unexpectedResponse(status: 200, body: "error result without error")
                 transaction.events.append(.changeRejected(entry.change, error))
@@ -425,6 +434,16 @@ public actor SyncEngine {
         report.conflicts += counts.conflicts
         report.rejected += counts.rejected
         emit(.pushed(changes: batch.count, applied: counts.applied, conflicts: counts.conflicts, rejected: counts.rejected))
+    }
+
+    /// Whether this device deleted category `id` after making `entry`, in a delete sent before
+    /// the current push (`batch` holds the entries as they were before it was sent): then the
+    /// server may have applied both, and `entry` met the category already deleted when replayed.
+    private static func ownDeleteSentBefore(ofCategory id: UUID, after entry: OutboxEntry, batch: [OutboxEntry], outbox: OutboxState) -> Bool {
+        outbox.entries(of: RecordKey(kind: .category, id: id)).contains { delete in
+            guard delete.isCategoryDelete, delete.id > entry.id else { return false }
+            return batch.first { $0.id == delete.id }?.attempted ?? delete.attempted
+        }
     }
 
     /// A category delete that did not happen on the server: its locations come back as the server

@@ -248,6 +248,44 @@ struct SyncEngineTests {
         try await expectConverged([a], harness.api())
     }
 
+    /// The crash test's finding: the server applied a batch holding a place's edit and its
+    /// category's later delete, the answer was lost (or the app was killed), and the replayed edit
+    /// meets the category this device itself deleted (E007). The edit was applied, then superseded
+    /// by the device's own delete: nothing to report, and the place is as that delete left it.
+    @Test(
+        "a lost batch holding a place's edit and its category's later delete replays without a refusal",
+        arguments: [false, true])
+    func replayOfEditBeforeOwnCategoryDelete(reassign: Bool) async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let a = await Device.make(harness, "a")
+        defer { a.done() }
+        let category = try await a.engine.saveCategory(name: "C")
+        let target = try await a.engine.saveCategory(name: "D")
+        let place = try await a.engine.saveLocation(LocationDraft(categoryID: category.id, name: "L", latitude: 0, longitude: 0))
+        try await a.engine.sync()
+        var draft = LocationDraft(place)
+        draft.name = "L edited"
+        try await a.engine.saveLocation(draft)
+        try await a.engine.deleteCategory(id: category.id, reassignTo: reassign ? target.id : nil)
+        FaultPlans.script(device: a.name, [.dropAnswer])  // the push's answer is lost
+        do {
+            try await a.engine.sync()
+            Issue.record("the lost answer must fail the sync")
+        } catch LocifyError.network {}
+        let report = try await a.engine.sync()
+        #expect(report.rejected == 0 && report.conflicts == 0, "\(report)")
+        #expect(!a.events.all.contains { if case .changeRejected = $0 { true } else { false } }, "\(a.events.all)")
+        let locations = try await a.engine.locations()
+        if reassign {
+            #expect(locations.map(\.name) == ["L edited"] && locations.map(\.categoryID) == [target.id])
+        } else {
+            #expect(locations.isEmpty)
+        }
+        try await expectConverged([a], harness.api())
+    }
+
     @Test("an expired cursor (E009) rebuilds the copy from a snapshot and keeps the unsynced local changes")
     func resyncKeepsLocalChanges() async throws {
         let server = try TestServer.start(configure: { $0.tombstoneRetentionSeconds = 1 })

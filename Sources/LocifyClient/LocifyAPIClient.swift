@@ -365,7 +365,7 @@ extension LocifyAPIClient {
                         continuation.resume(throwing: LocifyError.network("the response is not HTTP"))
                     }
                 }
-                box.start(task)
+                if !box.start(task) { continuation.resume(throwing: LocifyError.cancelled) }
             }
         } onCancel: {
             box.cancel()
@@ -373,20 +373,23 @@ extension LocifyAPIClient {
     }
 }
 
-/// Hands a data task to the cancellation handler, which may run before or after it starts.
+/// Hands a data task to the cancellation handler, which may run before or after it starts. A
+/// task is never started once cancelled, and cancelled only once started: FoundationNetworking
+/// ignores a `cancel()` that reaches a task before its `resume()`, which then runs to its timeout.
 private final class TaskBox: @unchecked Sendable {
     // Guarded by `lock`; URLSessionTask is thread-safe but not declared Sendable on every platform.
     private let lock = NSLock()
     private var task: URLSessionDataTask?
     private var isCancelled = false
 
-    func start(_ task: URLSessionDataTask) {
+    /// Starts `task`, or returns false (and never starts it) when the call was cancelled first.
+    func start(_ task: URLSessionDataTask) -> Bool {
         lock.lock()
+        defer { lock.unlock() }
+        guard !isCancelled else { return false }
         self.task = task
-        let cancelled = isCancelled
-        lock.unlock()
-        if cancelled { task.cancel() }
         task.resume()
+        return true
     }
 
     func cancel() {

@@ -45,8 +45,6 @@ public final class PostgresListener: Sendable {
         var isListening = false
         var notifications = 0
         var reconnects = 0
-        var started = false
-        var stopping = false
     }
 
     /// The channel listened to.
@@ -59,7 +57,7 @@ public final class PostgresListener: Sendable {
     private let state = Mutex(State())
     /// The pipe `stop` writes to, so that the thread's `poll` returns at once.
     private let stopPipe: (read: Int32, write: Int32)
-    private let stopped = DispatchSemaphore(value: 0)
+    private let thread = BackgroundThread(name: "pg-listen")
 
     /// A listener on `channel` (a lower-case SQL identifier: letters, digits, `_`), connecting with
     /// `configuration`. Nothing happens until `start()`.
@@ -91,28 +89,16 @@ public final class PostgresListener: Sendable {
 
     /// Starts the listening thread (once).
     public func start() {
-        let first = state.withLock { state -> Bool in
-            defer { state.started = true }
-            return !state.started && !state.stopping
-        }
-        guard first else { return }
-        DedicatedThread.startOrStop(name: "pg-listen", stackSize: 1 << 20) { [self] in
-            run()
-            stopped.signal()
-        }
+        thread.start { [self] in run() }
     }
 
     /// Stops listening and waits for the thread to end (at most a connect or statement timeout
     /// when it is in the middle of one). Safe to call more than once.
     public func stop() {
-        let running = state.withLock { state -> Bool in
-            defer { state.stopping = true }
-            return state.started && !state.stopping
+        thread.stop {
+            var byte: UInt8 = 1
+            _ = write(stopPipe.write, &byte, 1)
         }
-        guard running else { return }
-        var byte: UInt8 = 1
-        _ = write(stopPipe.write, &byte, 1)
-        stopped.wait()
     }
 
     /// Whether it listens now, and its counts.
@@ -122,7 +108,7 @@ public final class PostgresListener: Sendable {
 
     // MARK: - The thread
 
-    private var isStopping: Bool { state.withLock { $0.stopping } }
+    private var isStopping: Bool { thread.isStopping }
 
     private func run() {
         var backoff = timing.minimumBackoff

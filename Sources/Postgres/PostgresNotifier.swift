@@ -42,8 +42,6 @@ public final class PostgresNotifier: Sendable {
         var sent = 0
         var failures = 0
         var dropped = 0
-        var started = false
-        var stopping = false
     }
 
     /// The channel notified.
@@ -62,7 +60,7 @@ public final class PostgresNotifier: Sendable {
     private let state = Mutex(State())
     /// Signalled when the queue turns non-empty, and by `stop`.
     private let work = DispatchSemaphore(value: 0)
-    private let stopped = DispatchSemaphore(value: 0)
+    private let thread = BackgroundThread(name: "pg-notify")
 
     /// A notifier on `channel` (a lower-case SQL identifier), connecting with `configuration`
     /// (`-notify` appended to its application name). Nothing is sent until `start()`.
@@ -84,35 +82,22 @@ public final class PostgresNotifier: Sendable {
 
     /// Starts the sending thread (once).
     public func start() {
-        let first = state.withLock { state -> Bool in
-            defer { state.started = true }
-            return !state.started && !state.stopping
-        }
-        guard first else { return }
-        DedicatedThread.startOrStop(name: "pg-notify", stackSize: 1 << 20) { [self] in
-            run()
-            stopped.signal()
-        }
+        thread.start { [self] in run() }
     }
 
     /// Stops the thread after its current statement (what is still queued is dropped). Safe to
     /// call more than once.
     public func stop() {
-        let running = state.withLock { state -> Bool in
-            defer { state.stopping = true }
-            return state.started && !state.stopping
-        }
-        guard running else { return }
-        work.signal()
-        stopped.wait()
+        thread.stop { work.signal() }
     }
 
     /// Queues a notification with `payload` (once however often it is queued before it is sent;
     /// it must not contain `separator`, and may hold at most 7,900 bytes). Any thread; never
     /// blocks.
     public func notify(_ payload: String) {
+        if thread.isStopping { return }
         let wake = state.withLock { state -> Bool in
-            guard !state.stopping, !state.queuedSet.contains(payload) else { return false }
+            guard !state.queuedSet.contains(payload) else { return false }
             guard state.queued.count < maxQueued else {
                 state.dropped += 1
                 return false
@@ -156,14 +141,13 @@ public final class PostgresNotifier: Sendable {
         while true {
             // Under load, what arrives meanwhile joins this batch.
             DedicatedThread.sleep(for: minimumInterval - lastSend.duration(to: clock.now))
-            let batch = state.withLock { state -> [String]? in
-                if state.stopping { return nil }
+            if thread.isStopping { return }
+            let batch = state.withLock { state -> [String] in
                 let batch = state.queued
                 state.queued = []
                 state.queuedSet = []
                 return batch
             }
-            guard let batch else { return }
             if batch.isEmpty {
                 work.wait()
                 continue

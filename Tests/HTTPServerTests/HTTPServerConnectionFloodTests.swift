@@ -128,9 +128,10 @@ struct HTTPServerConnectionFloodLoadTests {
         let run = try await flood(count: count) { _ in }
         print("connection flood from one address: \(run.summary)")
         #expect(run.probes >= 10 && run.wrongAnswers == 0)
-        // The figure is 1 s (0.03-0.5 s measured, RELIABILITY.md); 2 s leaves room for a
-        // shared machine under load. Before, the probe waited in the backlog (timed out).
-        if !SanitizerDetection.isActive { #expect(run.slowest < .seconds(2)) }
+        // Before, the probe waited in the backlog (timed out). The 1 s is a figure
+        // measured by hand (0.03-0.5 s, RELIABILITY.md), not asserted: a shared CI machine under
+        // load would make it flaky. The bound only catches a probe left in the backlog.
+        #expect(run.slowest < .seconds(10))
         #expect(run.openConnections <= 256 + 2)
         #expect(run.refusedConnections >= count - 256 - run.connectFailures - 100)
     }
@@ -149,7 +150,7 @@ struct HTTPServerConnectionFloodLoadTests {
         }
         print("connection flood, limit off: \(run.summary)")
         #expect(run.probes >= 10 && run.wrongAnswers == 0)
-        if !SanitizerDetection.isActive { #expect(run.slowest < .seconds(5)) }
+        #expect(run.slowest < .seconds(20))
         #expect(run.evictedConnections > 0)
         // Up to 64 beyond the limit while evicted connections are being closed.
         #expect(run.openConnections <= 1000 + 64)

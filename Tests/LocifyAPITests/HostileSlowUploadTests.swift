@@ -92,9 +92,10 @@ struct HostileSlowUploadTests {
         let creates = outcome.creates.values.reduce(0, +)
         #expect(creates >= 20)
         #expect(outcome.creates == [201: creates])
-        // The figure is 1 s (0.3-0.6 s measured alone, RELIABILITY.md); 2 s leaves room
-        // for a shared machine under load. Before, every create was answered 503.
-        if !sanitized { #expect(outcome.slowest < .seconds(2)) }
+        // Before, every create was answered 503 S003. The 1 s is a figure measured by
+        // hand (0.3-0.6 s alone, RELIABILITY.md), not asserted: a shared CI machine under load
+        // would make it flaky. The bound only catches a create left to wait out the flood.
+        #expect(outcome.slowest < .seconds(10))
         // Anonymous uploads are refused on their head, the others past their user's 16 MiB share,
         // and the admitted ones cut off once they fall under 1 KiB/s.
         #expect((outcome.uploads[401] ?? 0) >= count / 2)

@@ -152,7 +152,27 @@ struct APIClientTests {
         let start = ContinuousClock.now
         task.cancel()
         let result = await task.result
-        #expect(ContinuousClock.now - start < .seconds(5), "well before the 20 s request timeout")
+        #expect(ContinuousClock.now - start < .seconds(10), "well before the 20 s request timeout")
+        #expect(throws: LocifyError.cancelled) { try result.get() }
+    }
+
+    /// FoundationNetworking ignores a `cancel()` that reaches a data task before its `resume()`:
+    /// a call cancelled before its request started used to run to the request timeout.
+    @Test("a call cancelled before its request starts never sends it and ends at once", arguments: 0..<5)
+    func cancelledBeforeStart(round: Int) async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let device = "hang\(UInt32.random(in: 0...UInt32.max))"
+        FaultPlans.hang(device: device)
+        defer { FaultPlans.remove(device: device) }
+        let api = ClientHarness(server).faultyAPI(device: device)
+        let start = ContinuousClock.now
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await api.me()
+        }
+        let result = await task.result
+        #expect(ContinuousClock.now - start < .seconds(10), "well before the 20 s request timeout")
         #expect(throws: LocifyError.cancelled) { try result.get() }
     }
 }

@@ -362,11 +362,10 @@ struct SyncEngineTests {
         try await expectConverged([ahead, b], harness.api())
     }
 
-    @Test("a rate-limited sync waits out the short Retry-After (S001) and completes")
+    @Test("a rate-limited sync waits out the short Retry-After (S001) and completes; a long one fails it at once, the change kept")
     func rateLimited() async throws {
         let server = try TestServer.start(configure: {
-            // A token every 2 s (Retry-After 2, within the engine's 5 s): slow enough that the quick
-            // calls below empty the bucket even on a loaded machine or under a sanitizer.
+            // A token every 2 s (Retry-After 2, within the engine's 5 s).
             $0.rateLimitPerSecond = 0.5
             $0.rateLimitBurst = 2
         })
@@ -378,20 +377,29 @@ struct SyncEngineTests {
         // info, push, then four pages of the snapshot (7 categories, 2 per page): past the burst.
         let report = try await a.engine.sync()
         #expect(report.applied == 3 && report.pulled == 7)
-        // The bucket refilled while the sync ran: ask until it is empty (a handful of quick calls).
+
+        // A server that refills one token in 1,000 s: once its bucket is empty, every request is
+        // refused with a Retry-After far beyond the engine's 5 s, however slow the machine.
+        let slow = try TestServer.start(configure: {
+            $0.rateLimitPerSecond = 0.001
+            $0.rateLimitBurst = 2
+        })
+        defer { slow.stop() }
+        let slowHarness = ClientHarness(slow)
         do {
-            for _ in 0..<20 { _ = try await harness.api().me() }
+            for _ in 0..<3 { _ = try await slowHarness.api().me() }
             Issue.record("the server must be rate limiting this user")
         } catch LocifyError.rateLimited(let error, let retryAfter) {
-            #expect(error.code == "S001" && retryAfter != nil)
+            #expect(error.code == "S001" && (retryAfter ?? 0) > 5)
         }
-        await a.engine.setMaxRetryAfter(0)
-        try await a.engine.saveCategory(name: "Not waited for")
+        let b = await Device.make(slowHarness, "b")
+        defer { b.done() }
+        try await b.engine.saveCategory(name: "Not waited for")
         do {
-            try await a.engine.sync()
-            Issue.record("with no waiting allowed, a rate-limited sync must fail")
+            try await b.engine.sync()
+            Issue.record("a Retry-After longer than the engine waits must fail the sync")
         } catch LocifyError.rateLimited {
-            #expect(try await a.engine.pendingChanges().count == 1, "the change stays queued")
+            #expect(try await b.engine.pendingChanges().count == 1, "the change stays queued")
         }
     }
 

@@ -127,10 +127,10 @@ public final class SQLiteStore: LocalStore, Sendable {
             try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
-                    SELECT category.*, COALESCE(counts.n, 0) AS location_count FROM category
-                    LEFT JOIN (SELECT category_id, COUNT(*) AS n FROM location GROUP BY category_id) counts
-                    ON counts.category_id = category.id
-                    """)
+                        SELECT category.*, COALESCE(counts.n, 0) AS location_count FROM category
+                        LEFT JOIN (SELECT category_id, COUNT(*) AS n FROM location GROUP BY category_id) counts
+                        ON counts.category_id = category.id
+                        """)
             ).map(Category.init(row:))
         }
         .map { ($0.name.lowercased(), $0.id.lowercased, $0) }

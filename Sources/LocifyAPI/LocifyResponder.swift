@@ -8,7 +8,8 @@ import Primitives
 /// then stamp `X-Request-Id`, count the metrics and write the request log line. The steps before
 /// the handler also run on the head of a request whose body has not arrived with it
 /// (`admitBody`), so a body the request would be refused for is never read, and an admitted body
-/// is charged to its user's share of the server's body budget.
+/// is charged to its user's share of the server's body budget. A handler may answer with a wait
+/// (a long-poll pull): its expiry and every recheck are finished like any response.
 ///
 /// Requests refused for routing (404/405) or authentication (401) also draw on a
 /// per-client-address bucket: once it is empty they are answered 429 S001 and logged only in a

@@ -127,7 +127,7 @@ struct HTTPServerConnectionFloodLoadTests {
         let count = SanitizerDetection.isActive ? 2000 : 10_000
         let run = try await flood(count: count) { _ in }
         print("connection flood from one address: \(run.summary)")
-        #expect(run.probes >= 10 && run.wrongAnswers == 0)
+        #expect(run.probes >= 3 && run.wrongAnswers == 0)
         // Before, the probe waited in the backlog (timed out). The 1 s is a figure
         // measured by hand (0.03-0.5 s, RELIABILITY.md), not asserted: a shared CI machine under
         // load would make it flaky. The bound only catches a probe left in the backlog.
@@ -149,7 +149,7 @@ struct HTTPServerConnectionFloodLoadTests {
             $0.maxConnections = 1000
         }
         print("connection flood, limit off: \(run.summary)")
-        #expect(run.probes >= 10 && run.wrongAnswers == 0)
+        #expect(run.probes >= 3 && run.wrongAnswers == 0)
         #expect(run.slowest < .seconds(20))
         #expect(run.evictedConnections > 0)
         // Up to 64 beyond the limit while evicted connections are being closed.

@@ -139,7 +139,10 @@ struct APIClientTests {
         }
     }
 
-    @Test("cancelling the calling task aborts a request the network never answers, promptly (well before the request timeout)")
+    /// No bound on the time: on a loaded machine a cancelled task may wait long for a thread. A
+    /// cancel that did not reach the request would end in the 20 s request timeout, reported as
+    /// `LocifyError.network`, not `cancelled`.
+    @Test("cancelling the calling task aborts a request the network never answers (not the request timeout)")
     func cancellation() async throws {
         let server = try TestServer.start()
         defer { server.stop() }
@@ -149,30 +152,26 @@ struct APIClientTests {
         let api = ClientHarness(server).faultyAPI(device: device)
         let task = Task { try await api.me() }
         try await Task.sleep(for: .milliseconds(200))
-        let start = ContinuousClock.now
         task.cancel()
         let result = await task.result
-        #expect(ContinuousClock.now - start < .seconds(10), "well before the 20 s request timeout")
         #expect(throws: LocifyError.cancelled) { try result.get() }
     }
 
-    /// FoundationNetworking ignores a `cancel()` that reaches a data task before its `resume()`:
-    /// a call cancelled before its request started used to run to the request timeout.
-    @Test("a call cancelled before its request starts never sends it and ends at once", arguments: 0..<5)
-    func cancelledBeforeStart(round: Int) async throws {
+    /// A call whose task is cancelled before its request starts never starts the request (a data
+    /// task cancelled before its `resume()` is not started at all).
+    @Test("a call cancelled before its request starts ends cancelled (not the request timeout)")
+    func cancelledBeforeStart() async throws {
         let server = try TestServer.start()
         defer { server.stop() }
         let device = "hang\(UInt32.random(in: 0...UInt32.max))"
         FaultPlans.hang(device: device)
         defer { FaultPlans.remove(device: device) }
         let api = ClientHarness(server).faultyAPI(device: device)
-        let start = ContinuousClock.now
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await api.me()
         }
         let result = await task.result
-        #expect(ContinuousClock.now - start < .seconds(10), "well before the 20 s request timeout")
         #expect(throws: LocifyError.cancelled) { try result.get() }
     }
 }

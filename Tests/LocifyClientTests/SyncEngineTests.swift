@@ -437,10 +437,10 @@ struct SyncEngineTests {
         FaultPlans.hang(device: stuck.name)
         let task = Task { try await stuck.engine.sync() }
         try await Task.sleep(for: .milliseconds(200))
-        let start = ContinuousClock.now
         task.cancel()
+        // No bound on the time (a loaded machine may starve the task): a cancel that did not
+        // reach the request would end in the request timeout, a network error.
         await #expect(throws: LocifyError.cancelled) { try await task.value }
-        #expect(ContinuousClock.now - start < .seconds(10), "well before the 20 s request timeout")
         #expect(try await stuck.engine.pendingChanges().count == 1)
 
         let healthy = await Device.make(harness, "healthy", store: store)

@@ -506,7 +506,10 @@ public actor SyncEngine {
                 }
             }
             if !page.hasMore, let seen = firstPullSeen { transaction.forgetSyncedRecords(except: seen) }
-            transaction.setCursor(page.cursor)
+            // A first pull stores its cursor only at its end: cut short, it starts again from a
+            // snapshot, so that its end still drops what the snapshot did not hold (a record this
+            // device pushed and another deleted before the snapshot began appears in no page).
+            if firstPullSeen == nil || !page.hasMore { transaction.setCursor(page.cursor) }
             try commit(&transaction)
             report.pulled += page.changes.count
             emit(.pulled(changes: page.changes.count, hasMore: page.hasMore))

@@ -392,10 +392,11 @@ struct SyncEngineTests {
         try await expectConverged([ahead, b], harness.api())
     }
 
-    @Test("a rate-limited sync waits out the short Retry-After (S001) and completes; a long one fails it at once, the change kept")
+    @Test("a rate-limited sync waits out the short Retry-After (S001) and completes")
     func rateLimited() async throws {
         let server = try TestServer.start(configure: {
-            // A token every 2 s (Retry-After 2, within the engine's 5 s).
+            // A token every 2 s (Retry-After 2, within the engine's 5 s): slow enough that the quick
+            // calls below empty the bucket even on a loaded machine or under a sanitizer.
             $0.rateLimitPerSecond = 0.5
             $0.rateLimitBurst = 2
         })
@@ -407,27 +408,30 @@ struct SyncEngineTests {
         // info, push, then four pages of the snapshot (7 categories, 2 per page): past the burst.
         let report = try await a.engine.sync()
         #expect(report.applied == 3 && report.pulled == 7)
+    }
 
-        // A server that refills one token in 1,000 s: once its bucket is empty, every request is
-        // refused with a Retry-After far beyond the engine's 5 s, however slow the machine.
-        let slow = try TestServer.start(configure: {
+    /// A bucket refilling one token in 1,000 s: once empty it stays empty for the whole test, on
+    /// any machine (a faster refill let a slow sanitizer run sync before the bucket was empty).
+    @Test("a sync refused with a Retry-After longer than the engine waits fails and keeps the change queued")
+    func rateLimitedBeyondWaiting() async throws {
+        let server = try TestServer.start(configure: {
             $0.rateLimitPerSecond = 0.001
             $0.rateLimitBurst = 2
         })
-        defer { slow.stop() }
-        let slowHarness = ClientHarness(slow)
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let a = await Device.make(harness, "a")
+        defer { a.done() }
         do {
-            for _ in 0..<3 { _ = try await slowHarness.api().me() }
+            for _ in 0..<5 { _ = try await harness.api().me() }
             Issue.record("the server must be rate limiting this user")
         } catch LocifyError.rateLimited(let error, let retryAfter) {
             #expect(error.code == "S001" && (retryAfter ?? 0) > 5)
         }
-        let b = await Device.make(slowHarness, "b")
-        defer { b.done() }
-        try await b.engine.saveCategory(name: "Not waited for")
+        try await a.engine.saveCategory(name: "Not waited for")
         do {
-            try await b.engine.sync()
-            Issue.record("a Retry-After longer than the engine waits must fail the sync")
+            try await a.engine.sync()
+            Issue.record("a sync told to retry in 1,000 s must fail, not wait")
         } catch LocifyError.rateLimited {
             #expect(try await b.engine.pendingChanges().count == 1, "the change stays queued")
         }

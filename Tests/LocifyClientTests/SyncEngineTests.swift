@@ -433,7 +433,7 @@ struct SyncEngineTests {
             try await a.engine.sync()
             Issue.record("a sync told to retry in 1,000 s must fail, not wait")
         } catch LocifyError.rateLimited {
-            #expect(try await b.engine.pendingChanges().count == 1, "the change stays queued")
+            #expect(try await a.engine.pendingChanges().count == 1, "the change stays queued")
         }
     }
 

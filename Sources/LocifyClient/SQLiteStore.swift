@@ -96,9 +96,9 @@ public final class SQLiteStore: LocalStore, Sendable {
 
     /// The cursor, next outbox id and user.
     public func metadata() throws -> StoreMetadata {
-        try database.read { db in
+        try reading { db in
             var values: [String: String?] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT key, value FROM metadata") {
+            for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT key, value FROM metadata")) {
                 values[row["key"]] = row["value"] as String?
             }
             return StoreMetadata(
@@ -109,31 +109,33 @@ public final class SQLiteStore: LocalStore, Sendable {
 
     /// One live category (its `locationCount` as the server last sent it; ``categories()`` counts).
     public func category(id: UUID) throws -> Category? {
-        try database.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM category WHERE id = ?", arguments: [id.lowercased]).map(Category.init(row:))
+        try reading { db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM category WHERE id = ?"), arguments: [id.lowercased]).map(Category.init(row:))
         }
     }
 
     /// One live location.
     public func location(id: UUID) throws -> Location? {
-        try database.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM location WHERE id = ?", arguments: [id.lowercased]).map(Location.init(row:))
+        try reading { db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM location WHERE id = ?"), arguments: [id.lowercased]).map(Location.init(row:))
         }
     }
 
     /// Every live category, by name then id, counted.
     public func categories() throws -> [Category] {
-        try database.read { db in
+        try reading { db in
             try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT category.*, COALESCE(counts.n, 0) AS location_count FROM category
-                    LEFT JOIN (SELECT category_id, COUNT(*) AS n FROM location GROUP BY category_id) counts
-                    ON counts.category_id = category.id
-                    """
+                db.cachedStatement(
+                    sql: """
+                        SELECT category.*, COALESCE(counts.n, 0) AS location_count FROM category
+                        LEFT JOIN (SELECT category_id, COUNT(*) AS n FROM location GROUP BY category_id) counts
+                        ON counts.category_id = category.id
+                        """)
             ).map(Category.init(row:))
         }
-        .sorted { ($0.name.lowercased(), $0.id.lowercased) < ($1.name.lowercased(), $1.id.lowercased) }
+        .map { ($0.name.lowercased(), $0.id.lowercased, $0) }
+        .sorted { ($0.0, $0.1) < ($1.0, $1.1) }
+        .map(\.2)
     }
 
     /// The live locations `query` selects, in its order.
@@ -153,14 +155,14 @@ public final class SQLiteStore: LocalStore, Sendable {
         case .createdAt, .updatedAt:
             let column = query.sort == .createdAt ? "created_at" : "updated_at"
             let page = query.limit.map { " LIMIT \($0) OFFSET \(query.offset)" } ?? (query.offset > 0 ? " LIMIT -1 OFFSET \(query.offset)" : "")
-            return try database.read { db in
-                try Row.fetchAll(db, sql: "SELECT * FROM location\(filter) ORDER BY \(column) DESC, id DESC\(page)", arguments: arguments)
+            return try reading { db in
+                try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM location\(filter) ORDER BY \(column) DESC, id DESC\(page)"), arguments: arguments)
                     .map(Location.init(row:))
             }
         case .name:
             // Case-insensitive beyond ASCII, as the server orders: sorted here.
-            let all = try database.read { db in
-                try Row.fetchAll(db, sql: "SELECT * FROM location\(filter)", arguments: arguments).map(Location.init(row:))
+            let all = try reading { db in
+                try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM location\(filter)"), arguments: arguments).map(Location.init(row:))
             }
             let sorted = all.sorted(by: query.precedes).dropFirst(query.offset)
             return Array(query.limit.map { sorted.prefix($0) } ?? sorted)
@@ -169,20 +171,28 @@ public final class SQLiteStore: LocalStore, Sendable {
 
     /// The ids of the live locations of category `id`.
     public func locationIDs(inCategory id: UUID) throws -> [UUID] {
-        try database.read { db in
-            try String.fetchAll(db, sql: "SELECT id FROM location WHERE category_id = ?", arguments: [id.lowercased]).compactMap(UUID.init)
+        try reading { db in
+            try String.fetchAll(db.cachedStatement(sql: "SELECT id FROM location WHERE category_id = ?"), arguments: [id.lowercased])
+                .compactMap(UUID.init)
         }
     }
 
     /// The pending outbox entries, in the order made.
     public func outbox() throws -> [OutboxEntry] {
-        try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT id, change, attempted FROM outbox ORDER BY id").map { row in
+        try reading { db in
+            try Row.fetchAll(db.cachedStatement(sql: "SELECT id, change, attempted FROM outbox ORDER BY id")).map { row in
                 let text: String = row["change"]
                 let change = try JSONCoding.decoder.decode(PushChange.self, from: Data(text.utf8))
                 return OutboxEntry(id: row["id"], change: change, attempted: row["attempted"])
             }
         }
+    }
+
+    /// Runs one read: every read here is a single SELECT, consistent by itself, so it needs no
+    /// transaction of its own (GRDB's `read` would open and close one around it); its statement is
+    /// prepared once per connection.
+    private func reading<Result>(_ body: (Database) throws -> Result) throws -> Result {
+        try database.unsafeRead(body)
     }
 
     // MARK: Writes

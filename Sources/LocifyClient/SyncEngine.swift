@@ -408,6 +408,15 @@ public actor SyncEngine {
                     counts.applied += 1
                     continue
                 }
+                // A replayed place write whose category this device's own later delete, sent
+                // before, has removed since (E007): the write was applied, then superseded.
+                if result.error?.code == "E007", let category = entry.locationCategory,
+                    Self.ownDeleteSentBefore(ofCategory: category, after: entry, batch: batch, outbox: transaction.outbox)
+                {
+                    counts.applied += 1
+                    if let known, let state = known { try transaction.adopt(state) } else if known != nil { transaction.adoptAbsence(entry.key) }
+                    continue
+                }
                 counts.rejected += 1
                 let error = result.error ?? .unexpectedResponse(status: 200, body: "error result without error")
                 transaction.events.append(.changeRejected(entry.change, error))
@@ -427,6 +436,16 @@ public actor SyncEngine {
         report.conflicts += counts.conflicts
         report.rejected += counts.rejected
         emit(.pushed(changes: batch.count, applied: counts.applied, conflicts: counts.conflicts, rejected: counts.rejected))
+    }
+
+    /// Whether this device deleted category `id` after making `entry`, in a delete sent before
+    /// the current push (`batch` holds the entries as they were before it was sent): then the
+    /// server may have applied both, and `entry` met the category already deleted when replayed.
+    private static func ownDeleteSentBefore(ofCategory id: UUID, after entry: OutboxEntry, batch: [OutboxEntry], outbox: OutboxState) -> Bool {
+        outbox.entries(of: RecordKey(kind: .category, id: id)).contains { delete in
+            guard delete.isCategoryDelete, delete.id > entry.id else { return false }
+            return batch.first { $0.id == delete.id }?.attempted ?? delete.attempted
+        }
     }
 
     /// A category delete that did not happen on the server: its locations come back as the server
@@ -498,7 +517,10 @@ public actor SyncEngine {
                 }
             }
             if !page.hasMore, let seen = firstPullSeen { transaction.forgetSyncedRecords(except: seen) }
-            transaction.setCursor(page.cursor)
+            // A first pull stores its cursor only at its end: cut short, it starts again from a
+            // snapshot, so that its end still drops what the snapshot did not hold (a record this
+            // device pushed and another deleted before the snapshot began appears in no page).
+            if firstPullSeen == nil || !page.hasMore { transaction.setCursor(page.cursor) }
             try commit(&transaction)
             report.pulled += page.changes.count
             emit(.pulled(changes: page.changes.count, hasMore: page.hasMore))

@@ -181,7 +181,10 @@ struct EngineDefectTests {
 
     @Test("a category delete that loses gives back its places as the server has them, never over a newer local edit or delete")
     func restoreKeepsNewerLocalEdits() async throws {
-        let server = try TestServer.start()
+        // One change per push: the delete is answered (and its places given back) while the
+        // newer local edit and delete made after it are still queued; the push after it fails, so
+        // the device shows what the restore left.
+        let server = try TestServer.start(configure: { $0.maxPushChanges = 1 })
         defer { server.stop() }
         let harness = ClientHarness(server)
         // a's clock is a minute behind, so b's later rename is newer than a's delete.
@@ -202,6 +205,15 @@ struct EngineDefectTests {
         try await a.engine.deleteLocation(id: deleted.id)
         try await b.engine.saveCategory(id: doomed.id, name: "Renamed later elsewhere")  // a's delete loses
         try await b.engine.sync()
+        // The delete's push and the read of its places pass; the next push never leaves.
+        FaultPlans.script(device: a.name, [.none, .none, .failBeforeSending])
+        do {
+            try await a.engine.sync()
+            Issue.record("the failed push must fail the sync")
+        } catch LocifyError.network {}
+        let keptWhileQueued = try #require(try await a.engine.location(id: edited.id))
+        #expect(keptWhileQueued.name == "Edited after the delete", "the restore did not overwrite the queued edit")
+        #expect(try await a.engine.location(id: deleted.id) == nil, "the restore did not revive the queued delete")
         try await a.engine.sync()
 
         #expect(try await a.engine.category(id: doomed.id)?.name == "Renamed later elsewhere")

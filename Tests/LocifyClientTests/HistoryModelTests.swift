@@ -162,16 +162,25 @@ final class HistoryRun: Sendable {
     func play(actions count: Int) async throws {
         var generator = HistoryGenerator(seed: seed, burstSize: HistoryServer.maxPushChanges + 1...3 * HistoryServer.maxPushChanges)
         var played = 0
+        // The model's categories the device does not show yet (the server's defaults before its
+        // first pull): only a sync can change that.
+        var unseen = try await unshownCategories(among: Set(model.categories.keys))
         while played < count {
-            var visible: [UUID] = []
-            for id in model.categories.keys where try await engine.category(id: id) != nil { visible.append(id) }
+            let visible = model.categories.keys.filter { !unseen.contains($0) }
             for action in generator.next(model, visibleCategories: visible) {
                 try await perform(action)
                 played += 1
+                if case .sync = action, !unseen.isEmpty { unseen = try await unshownCategories(among: unseen) }
             }
         }
         FaultPlans.set(device: device, failureRate: 0, seed: 0)
         try await syncToTheEnd()
+    }
+
+    private func unshownCategories(among ids: Set<UUID>) async throws -> Set<UUID> {
+        var unshown = Set<UUID>()
+        for id in ids where try await engine.category(id: id) == nil { unshown.insert(id) }
+        return unshown
     }
 
     private func perform(_ action: UserAction) async throws {

@@ -9,9 +9,10 @@ import TestSupportServer
     import Glibc
 #endif
 
-/// How many times the crash test kills its child (`LOCIFY_CLIENT_CRASH_KILLS`, default 100) and
-/// after how many kills it plays a model history from the reopened store
-/// (`LOCIFY_CLIENT_CRASH_MODEL_EVERY`, default 10; the last kill always does).
+/// How many times the crash test kills its child (`LOCIFY_CLIENT_CRASH_KILLS`, default 100;
+/// scripts/sanitizers sets 10, a child under a sanitizer being several times slower) and after how
+/// many kills it plays a model history from the reopened store (`LOCIFY_CLIENT_CRASH_MODEL_EVERY`,
+/// default 10; the last kill always does).
 enum CrashSettings {
     static var kills: Int { ProcessInfo.processInfo.environment["LOCIFY_CLIENT_CRASH_KILLS"].flatMap { Int($0) } ?? 100 }
     static var modelEvery: Int { ProcessInfo.processInfo.environment["LOCIFY_CLIENT_CRASH_MODEL_EVERY"].flatMap { Int($0) } ?? 10 }
@@ -54,7 +55,9 @@ struct StoreCrashTests {
                     "LOCIFY_CRASH_STORE": file.url.path, "LOCIFY_CRASH_SERVER": harness.baseURL.absoluteString,
                     "LOCIFY_CRASH_TOKEN": try server.token(for: harness.uid), "LOCIFY_CRASH_SEED": String(round),
                 ], logPath: log)
-            try await Task.sleep(for: .milliseconds(Int.random(in: 20...700, using: &random)))
+            // The child starts, opens the store and edits within a few tens of milliseconds; it
+            // commits every few milliseconds after that, and syncs one step in ten.
+            try await Task.sleep(for: .milliseconds(Int.random(in: 20...350, using: &random)))
             kill(pid, SIGKILL)
             var status: Int32 = 0
             waitpid(pid, &status, 0)

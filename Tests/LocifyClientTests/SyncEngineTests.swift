@@ -248,6 +248,74 @@ struct SyncEngineTests {
         try await expectConverged([a], harness.api())
     }
 
+    /// The crash test's finding: the server applied a batch holding a place's edit and its
+    /// category's later delete, the answer was lost (or the app was killed), and the replayed edit
+    /// meets the category this device itself deleted (E007). The edit was applied, then superseded
+    /// by the device's own delete: nothing to report, and the place is as that delete left it.
+    @Test(
+        "a lost batch holding a place's edit and its category's later delete replays without a refusal",
+        arguments: [false, true])
+    func replayOfEditBeforeOwnCategoryDelete(reassign: Bool) async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let a = await Device.make(harness, "a")
+        defer { a.done() }
+        let category = try await a.engine.saveCategory(name: "C")
+        let target = try await a.engine.saveCategory(name: "D")
+        let place = try await a.engine.saveLocation(LocationDraft(categoryID: category.id, name: "L", latitude: 0, longitude: 0))
+        try await a.engine.sync()
+        var draft = LocationDraft(place)
+        draft.name = "L edited"
+        try await a.engine.saveLocation(draft)
+        try await a.engine.deleteCategory(id: category.id, reassignTo: reassign ? target.id : nil)
+        FaultPlans.script(device: a.name, [.dropAnswer])  // the push's answer is lost
+        do {
+            try await a.engine.sync()
+            Issue.record("the lost answer must fail the sync")
+        } catch LocifyError.network {}
+        let report = try await a.engine.sync()
+        #expect(report.rejected == 0 && report.conflicts == 0, "\(report)")
+        #expect(!a.events.all.contains { if case .changeRejected = $0 { true } else { false } }, "\(a.events.all)")
+        let locations = try await a.engine.locations()
+        if reassign {
+            #expect(locations.map(\.name) == ["L edited"] && locations.map(\.categoryID) == [target.id])
+        } else {
+            #expect(locations.isEmpty)
+        }
+        try await expectConverged([a], harness.api())
+    }
+
+    /// The soak's seed 3007: a device's first snapshot, cut short and continued in a later sync,
+    /// never dropped a category the device had pushed and another device deleted before the
+    /// snapshot began (no page holds it, and the delta after the snapshot starts after its delete).
+    @Test("a first snapshot cut short by the network still drops, when it ends, a record deleted elsewhere before it began")
+    func interruptedFirstPullDropsWhatItDidNotHold() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let a = await Device.make(harness, "a", pullLimit: 2), b = await Device.make(harness, "b")
+        defer { a.done(); b.done() }
+        let category = try await a.engine.saveCategory(name: "Made on a")
+        // Sync 1: info and the push pass, the first page fails. Sync 2: a page, then a failure.
+        FaultPlans.script(device: a.name, [.none, .none, .failBeforeSending, .none, .failBeforeSending])
+        for attempt in 0..<2 {
+            do {
+                try await a.engine.sync()
+                Issue.record("the failed pull must fail the sync")
+            } catch LocifyError.network {}
+            if attempt == 0 {
+                // Pushed by a, deleted on b before a's snapshot begins.
+                try await b.engine.sync()
+                try await b.engine.deleteCategory(id: category.id)
+                try await b.engine.sync()
+            }
+        }
+        try await a.engine.sync()
+        #expect(try await a.engine.category(id: category.id) == nil, "deleted on b before a's snapshot began")
+        try await expectConverged([a, b], harness.api())
+    }
+
     @Test("an expired cursor (E009) rebuilds the copy from a snapshot and keeps the unsynced local changes")
     func resyncKeepsLocalChanges() async throws {
         let server = try TestServer.start(configure: { $0.tombstoneRetentionSeconds = 1 })

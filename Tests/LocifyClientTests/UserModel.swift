@@ -132,8 +132,8 @@ struct HistoryGenerator {
         } else if Int.random(in: 0..<12, using: &random) == 0 {
             return [.sync]
         }
-        let categories = visibleCategories.sorted { $0.uuidString < $1.uuidString }
-        let locations = model.locations.keys.sorted { $0.uuidString < $1.uuidString }
+        let categories = Self.sorted(visibleCategories)
+        let locations = Self.sorted(model.locations.keys)
         var roll = Int.random(in: 0..<100, using: &random)
         if categories.count < 2 { roll = 0 }
         if locations.isEmpty && roll >= 45 { roll = 30 }
@@ -179,6 +179,14 @@ struct HistoryGenerator {
     }
 
     var isOffline: Bool { offlineLeft > 0 }
+
+    /// The ids in the order of their strings, compared by their bytes (the same order: fixed-width
+    /// upper-case hex), without making strings (a UUID's string is costly).
+    private static func sorted(_ ids: some Sequence<UUID>) -> [UUID] {
+        ids.sorted { a, b in
+            withUnsafeBytes(of: a.uuid) { a in withUnsafeBytes(of: b.uuid) { b in a.lexicographicallyPrecedes(b) } }
+        }
+    }
 
     private mutating func name(_ prefix: String) -> String {
         let flavours = ["Café", "Bäckerei", "東京", "Rock & Roll", "O'Brien's", "  spaced  ", "🍕"]

@@ -144,35 +144,37 @@ struct APIClientTests {
     /// `LocifyError.network`, not `cancelled`.
     @Test("cancelling the calling task aborts a request the network never answers (not the request timeout)")
     func cancellation() async throws {
-        let server = try TestServer.start()
-        defer { server.stop() }
-        let device = "hang\(UInt32.random(in: 0...UInt32.max))"
-        FaultPlans.hang(device: device)
-        defer { FaultPlans.remove(device: device) }
-        let api = ClientHarness(server).faultyAPI(device: device)
-        let task = Task { try await api.me() }
-        try await Task.sleep(for: .milliseconds(200))
-        task.cancel()
-        let result = await task.result
-        #expect(throws: LocifyError.cancelled) { try result.get() }
+        try await withUnansweredAPI { api in
+            let task = Task { try await api.me() }
+            try await Task.sleep(for: .milliseconds(200))
+            task.cancel()
+            let result = await task.result
+            #expect(throws: LocifyError.cancelled) { try result.get() }
+        }
     }
 
     /// A call whose task is cancelled before its request starts never starts the request (a data
     /// task cancelled before its `resume()` is not started at all).
     @Test("a call cancelled before its request starts ends cancelled (not the request timeout)")
     func cancelledBeforeStart() async throws {
+        try await withUnansweredAPI { api in
+            let task = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await api.me()
+            }
+            let result = await task.result
+            #expect(throws: LocifyError.cancelled) { try result.get() }
+        }
+    }
+
+    /// Runs `body` with a client of a real server whose requests the network never answers.
+    private func withUnansweredAPI(_ body: (LocifyAPIClient) async throws -> Void) async throws {
         let server = try TestServer.start()
         defer { server.stop() }
         let device = "hang\(UInt32.random(in: 0...UInt32.max))"
         FaultPlans.hang(device: device)
         defer { FaultPlans.remove(device: device) }
-        let api = ClientHarness(server).faultyAPI(device: device)
-        let task = Task {
-            withUnsafeCurrentTask { $0?.cancel() }
-            return try await api.me()
-        }
-        let result = await task.result
-        #expect(throws: LocifyError.cancelled) { try result.get() }
+        try await body(ClientHarness(server).faultyAPI(device: device))
     }
 }
 

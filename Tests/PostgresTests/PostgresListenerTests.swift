@@ -190,6 +190,22 @@ struct PostgresNotifierTests {
             })
     }
 
+    /// Runs `body` with a database, a listener on it already listening, and a notifier not started.
+    private func withListeningNotifier(
+        _ body: (TestDatabase, ListenerLog, PostgresListener, PostgresNotifier) throws -> Void
+    ) throws {
+        try TestDatabase.with { database in
+            let log = ListenerLog()
+            let listener = listener(database, log: log)
+            listener.start()
+            defer { listener.stop() }
+            #expect(eventually { log.listening == 1 })
+            let notifier = PostgresNotifier(
+                configuration: database.configuration, channel: Self.channel, timing: Self.fastTiming, logger: TestDatabase.logger)
+            try body(database, log, listener, notifier)
+        }
+    }
+
     @Test("payloads are packed in order into as few notifications as fit 7,900 bytes; a longer one goes alone")
     func packing() {
         #expect(PostgresNotifier.packed(["a", "b", "c"], separator: "\n") == ["a\nb\nc"])
@@ -202,14 +218,7 @@ struct PostgresNotifierTests {
 
     @Test("every payload queued reaches a listener; one queued twice before it is sent goes out once")
     func delivers() throws {
-        try TestDatabase.with { database in
-            let log = ListenerLog()
-            let listener = listener(database, log: log)
-            listener.start()
-            defer { listener.stop() }
-            #expect(eventually { log.listening == 1 })
-            let notifier = PostgresNotifier(
-                configuration: database.configuration, channel: Self.channel, timing: Self.fastTiming, logger: TestDatabase.logger)
+        try withListeningNotifier { database, log, listener, notifier in
             // Queued before the thread runs: both copies of "alice" make one notification.
             notifier.notify("alice")
             notifier.notify("alice")
@@ -228,14 +237,7 @@ struct PostgresNotifierTests {
 
     @Test("a terminated notifier backend is replaced; what was queued while it was down is sent")
     func reconnects() throws {
-        try TestDatabase.with { database in
-            let log = ListenerLog()
-            let listener = listener(database, log: log)
-            listener.start()
-            defer { listener.stop() }
-            #expect(eventually { log.listening == 1 })
-            let notifier = PostgresNotifier(
-                configuration: database.configuration, channel: Self.channel, timing: Self.fastTiming, logger: TestDatabase.logger)
+        try withListeningNotifier { database, log, listener, notifier in
             notifier.start()
             defer { notifier.stop() }
             notifier.notify("before")

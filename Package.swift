@@ -33,7 +33,7 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
-        // libssl, for the TLS of FirebaseAdmin's own HTTPS client (SocketHTTPTransport).
+        // libssl, for the TLS of the server's own HTTPS client (HTTPClient's SocketHTTPTransport).
         .systemLibrary(
             name: "CLibSSL",
             pkgConfig: "libssl",
@@ -62,9 +62,16 @@ let package = Package(
             dependencies: ["Primitives"],
             swiftSettings: strictSettings
         ),
+        // The server's one HTTP client (calls to Google, `locify-server healthcheck`): sockets, DNS
+        // within the deadline, TLS through libssl.
+        .target(
+            name: "HTTPClient",
+            dependencies: ["CLibSSL", "Primitives"],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "FirebaseAdmin",
-            dependencies: ["CLibCrypto", "CLibSSL", "JSON", "LocifyRules", "Primitives", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CLibCrypto", "HTTPClient", "JSON", "LocifyRules", "Primitives", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .target(
@@ -75,14 +82,14 @@ let package = Package(
         .target(
             name: "LocifyAPI",
             dependencies: [
-                "HTTPServer", "Locify", "LocifyRules", "Postgres", "FirebaseAdmin", "JSON", "Primitives",
+                "HTTPServer", "HTTPClient", "Locify", "LocifyRules", "Postgres", "FirebaseAdmin", "JSON", "Primitives",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "locify-server",
-            dependencies: ["LocifyAPI", "Postgres", "Primitives", "CLinux", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["LocifyAPI", "HTTPClient", "Postgres", "Primitives", "CLinux", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings,
             // Release builds link with lld and packed relative relocations (DT_RELR, glibc 2.36+):
             // the position-independent binary's 74,000 relative relocations take 14 KB instead of a
@@ -99,7 +106,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "HTTPServer", "FirebaseAdmin", "JSON", "LocifyRules", "Primitives", "CLibCrypto", .product(name: "Logging", package: "swift-log"),
+                "HTTPServer", "HTTPClient", "FirebaseAdmin", "JSON", "LocifyRules", "Primitives", "CLibCrypto", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TestSupport",
             swiftSettings: strictSettings
@@ -128,7 +135,7 @@ let package = Package(
             path: "Fuzz/FuzzHTTPRequestParser", swiftSettings: strictSettings),
         .executableTarget(
             name: "FuzzIDToken",
-            dependencies: ["FirebaseAdmin", "JSON", "Primitives", "TestSupport", "FuzzSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["FirebaseAdmin", "HTTPClient", "JSON", "Primitives", "TestSupport", "FuzzSupport", .product(name: "Logging", package: "swift-log")],
             path: "Fuzz/FuzzIDToken", swiftSettings: strictSettings),
         .executableTarget(
             name: "FuzzRequestDecoding", dependencies: ["LocifyAPI", "Locify", "LocifyRules", "JSON", "Primitives", "FuzzSupport"],
@@ -143,8 +150,10 @@ let package = Package(
             name: "PostgresTests", dependencies: ["Postgres", "LocifyRules", "Primitives", "TestSupport", "TestSupportDatabase"],
             swiftSettings: strictSettings),
         .testTarget(
+            name: "HTTPClientTests", dependencies: ["HTTPClient", "Primitives", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(
             name: "FirebaseAdminTests",
-            dependencies: ["FirebaseAdmin", "JSON", "LocifyRules", "Primitives", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["FirebaseAdmin", "HTTPClient", "JSON", "LocifyRules", "Primitives", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings),
         .testTarget(
             name: "LocifyTests",

@@ -1,5 +1,6 @@
 import FirebaseAdmin
 import FuzzSupport
+import HTTPClient
 import JSON
 import Logging
 import Primitives

@@ -1,3 +1,5 @@
+import Primitives
+
 /// Reads the directives of a `Cache-Control` header that the key cache cares about.
 ///
 /// The header comes from the network, so every form must parse without a trap: empty
@@ -22,15 +24,5 @@ public enum CacheControl {
             maxAge = Double(seconds)
         }
         return maxAge
-    }
-}
-
-extension StringProtocol {
-    /// The text without leading and trailing spaces and tabs (HTTP's optional whitespace).
-    func trimmingSpaces() -> String {
-        var text = self[...]
-        while let first = text.first, first == " " || first == "\t" { text = text.dropFirst() }
-        while let last = text.last, last == " " || last == "\t" { text = text.dropLast() }
-        return String(text)
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import FoundationEssentials
+import HTTPClient
 import JSON
 import LocifyRules
 import Primitives

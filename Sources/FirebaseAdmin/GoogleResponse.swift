@@ -1,4 +1,5 @@
 import FoundationEssentials
+import HTTPClient
 import JSON
 import Primitives
 

@@ -1,3 +1,4 @@
+import HTTPClient
 import JSON
 
 /// Fetches `{kid: PEM certificate}` from Google's x509 endpoint (or `LOCIFY_ID_TOKEN_CERTS_URL`).

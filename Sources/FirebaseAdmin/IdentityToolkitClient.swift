@@ -1,3 +1,4 @@
+import HTTPClient
 import JSON
 import LocifyRules
 

@@ -1,5 +1,6 @@
 import FirebaseAdmin
 import FoundationEssentials
+import HTTPClient
 import HTTPServer
 import Locify
 import LocifyRules

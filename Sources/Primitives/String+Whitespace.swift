@@ -11,6 +11,17 @@ extension String {
     }
 }
 
+extension StringProtocol {
+    /// The text without leading and trailing spaces and tabs (HTTP's optional whitespace,
+    /// RFC 9110 section 5.6.3), for the header fields HTTP clients read.
+    public func trimmingSpaces() -> String {
+        var text = self[...]
+        while let first = text.first, first == " " || first == "\t" { text = text.dropFirst() }
+        while let last = text.last, last == " " || last == "\t" { text = text.dropLast() }
+        return String(text)
+    }
+}
+
 extension Unicode.Scalar {
     /// Tab or a space separator (category Zs): a member of Foundation's `CharacterSet.whitespaces`.
     fileprivate var isHorizontalWhitespace: Bool {

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import HTTPClient
 import Primitives
 
 /// `locify-server healthcheck`: asks the server running beside it (same container, same
@@ -10,7 +11,7 @@ struct HealthCheck: Sendable {
     var host: String
     /// The port probed: `PORT` (default 8080, as the server's).
     var port: UInt16
-    /// How long connecting, sending and each read may take, seconds.
+    /// How long the whole exchange (connecting, sending, reading the answer) may take, seconds.
     var timeoutSeconds: Int = 3
 
     /// The probe for the server configured by `environment`; a line saying why when `PORT` is invalid.
@@ -33,66 +34,37 @@ struct HealthCheck: Sendable {
         return .success(HealthCheck(host: host, port: port))
     }
 
-    /// Probes once: success when `/health/ready` answered 200, else what went wrong.
-    func probe() -> Result<Void, HealthCheckFailure> {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { return .failure(HealthCheckFailure("socket: \(Self.lastError())")) }
-        defer { close(descriptor) }
-        // On Linux the send timeout also bounds connect(), and the receive timeout each read.
-        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
-            return .failure(HealthCheckFailure("not an IPv4 address: \(host)"))
+    /// Probes once through the server's HTTP client (`SocketHTTPTransport`, the one Google is
+    /// called with): success when `/health/ready` answered 200, else what went wrong.
+    func probe(transport: some HTTPTransport = SocketHTTPTransport()) -> Result<Void, HealthCheckFailure> {
+        let request = TransportRequest(method: "GET", url: "http://\(host):\(port)/health/ready", timeout: Double(timeoutSeconds))
+        let response: TransportResponse
+        do {
+            response = try transport.send(request)
+        } catch let error as TransportError {
+            return .failure(Self.failure(error, host: host, port: port))
+        } catch {
+            return .failure(HealthCheckFailure("no answer from \(host):\(port): \(error)"))
         }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else {
-            return .failure(HealthCheckFailure("cannot connect to \(host):\(port): \(Self.lastError())"))
-        }
-
-        let request = Array("GET /health/ready HTTP/1.1\r\nHost: \(host):\(port)\r\nConnection: close\r\n\r\n".utf8)
-        var sent = 0
-        while sent < request.count {
-            let count = request[sent...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard count > 0 else { return .failure(HealthCheckFailure("cannot send the request: \(Self.lastError())")) }
-            sent += count
-        }
-
-        // Only the status line matters: read until its end (or the connection closes).
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        while !received.contains(UInt8(ascii: "\n")), received.count < 8192 {
-            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if count == 0 { break }
-            guard count > 0 else { return .failure(HealthCheckFailure("no answer from \(host):\(port): \(Self.lastError())")) }
-            received += buffer[..<count]
-        }
-        let statusLine = String(decoding: received.prefix { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }, as: UTF8.self)
-        let parts = statusLine.split(separator: " ", maxSplits: 2)
-        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1.") else {
-            return .failure(HealthCheckFailure("not an HTTP answer from \(host):\(port): \"\(statusLine.prefix(80))\""))
-        }
-        guard parts[1] == "200" else {
-            return .failure(HealthCheckFailure("not ready: /health/ready answered \(statusLine)"))
+        guard response.status == 200 else {
+            // The server answers HTTP/1.1; the reader refuses anything but HTTP/1.x.
+            let reason = response.reason.isEmpty ? "" : " \(response.reason)"
+            return .failure(HealthCheckFailure("not ready: /health/ready answered HTTP/1.1 \(response.status)\(reason)"))
         }
         return .success(())
+    }
+
+    /// The line for a request that got no HTTP answer: the client's own "cannot connect to ..."
+    /// when connecting failed, else "no answer from ..." and why.
+    private static func failure(_ error: TransportError, host: String, port: UInt16) -> HealthCheckFailure {
+        if error.message.hasPrefix("cannot connect to ") { return HealthCheckFailure(error.message) }
+        if error.message == "invalid status line" { return HealthCheckFailure("not an HTTP answer from \(host):\(port)") }
+        return HealthCheckFailure("no answer from \(host):\(port): \(error.isTimeout ? "timed out" : error.message)")
     }
 
     private static func isIPv4(_ text: String) -> Bool {
         var address = in_addr()
         return inet_pton(AF_INET, text, &address) == 1
-    }
-
-    private static func lastError() -> String {
-        errno == EAGAIN || errno == EWOULDBLOCK || errno == EINPROGRESS ? "timed out" : String(cString: strerror(errno))
     }
 }
 

@@ -1,5 +1,6 @@
 import FirebaseAdmin
 import Foundation
+import HTTPClient
 import JSON
 import Synchronization
 import Testing

@@ -1,4 +1,5 @@
 @testable import FirebaseAdmin
+import HTTPClient
 import JSON
 import LocifyRules
 import Testing

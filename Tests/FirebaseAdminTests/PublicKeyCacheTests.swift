@@ -1,6 +1,7 @@
 import Dispatch
 import FirebaseAdmin
 import Foundation
+import HTTPClient
 import Synchronization
 import Testing
 import TestSupport

@@ -1,4 +1,5 @@
 import FirebaseAdmin
+import HTTPClient
 
 /// An `HTTPTransport` that hands requests straight to a `FakeGoogle`, without sockets. The host of
 /// the URL is ignored (the fake routes by path), so every base URL reaches the fake.

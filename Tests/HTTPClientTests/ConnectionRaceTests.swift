@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import FirebaseAdmin
+@testable import HTTPClient
 
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,4 @@
-import FirebaseAdmin
+import HTTPClient
 import Foundation
 import Testing
 import TestSupport

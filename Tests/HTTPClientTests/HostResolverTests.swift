@@ -2,7 +2,7 @@ import Foundation
 import Primitives
 import Testing
 
-@testable import FirebaseAdmin
+@testable import HTTPClient
 
 /// Name lookups inside the request's deadline (`getaddrinfo` itself takes no timeout).
 @Suite("Host lookups: bounded by the request's timeout")

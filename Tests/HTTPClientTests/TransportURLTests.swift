@@ -1,6 +1,6 @@
 import Testing
 
-@testable import FirebaseAdmin
+@testable import HTTPClient
 
 @Suite("TransportURL")
 struct TransportURLTests {

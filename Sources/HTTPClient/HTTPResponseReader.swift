@@ -21,22 +21,22 @@ struct HTTPResponseReader {
 
     /// Reads the final response to a request made with `method`.
     mutating func readResponse(method: String) throws(TransportError) -> TransportResponse {
-        var (status, headers) = try readHead()
+        var (status, reason, headers) = try readHead()
         // RFC 9110 section 15.2: interim responses precede the final one; 101 would switch protocols.
         while (100..<200).contains(status) {
             guard status != 101 else { throw TransportError("unexpected 101 Switching Protocols") }
-            (status, headers) = try readHead()
+            (status, reason, headers) = try readHead()
         }
         // RFC 9112 section 6.3: framing, in order of precedence.
         if method == "HEAD" || status == 204 || status == 304 {
-            return TransportResponse(status: status, headers: headers)
+            return TransportResponse(status: status, reason: reason, headers: headers)
         }
         let transferCodings = headers.filter { $0.0.lowercased() == "transfer-encoding" }
             .flatMap { $0.1.split(separator: ",") }
             .map { $0.trimmingSpaces().lowercased() }
         if !transferCodings.isEmpty {
             let body = transferCodings.last == "chunked" ? try readChunkedBody() : try readUntilClose()
-            return TransportResponse(status: status, headers: headers, body: body)
+            return TransportResponse(status: status, reason: reason, headers: headers, body: body)
         }
         let lengths = headers.filter { $0.0.lowercased() == "content-length" }.flatMap { $0.1.split(separator: ",", omittingEmptySubsequences: false) }
             .map { $0.trimmingSpaces() }
@@ -45,13 +45,13 @@ struct HTTPResponseReader {
                 let length = Int(first)
             else { throw TransportError("invalid Content-Length") }
             guard length <= Self.bodyLimit else { throw TransportError("response body larger than \(Self.bodyLimit) bytes") }
-            return TransportResponse(status: status, headers: headers, body: try readExactly(length))
+            return TransportResponse(status: status, reason: reason, headers: headers, body: try readExactly(length))
         }
-        return TransportResponse(status: status, headers: headers, body: try readUntilClose())
+        return TransportResponse(status: status, reason: reason, headers: headers, body: try readUntilClose())
     }
 
-    /// The status line and header fields of one response.
-    private mutating func readHead() throws(TransportError) -> (Int, [(String, String)]) {
+    /// The status code, reason phrase and header fields of one response.
+    private mutating func readHead() throws(TransportError) -> (Int, String, [(String, String)]) {
         var budget = Self.headLimit
         let statusLine = try readLine(budget: &budget)
         // RFC 9112 section 4: HTTP-version SP 3DIGIT SP [reason-phrase].
@@ -61,8 +61,9 @@ struct HTTPResponseReader {
             statusLine.count == 12 || statusLine[12] == 0x20
         else { throw TransportError("invalid status line") }
         let status = statusLine[9...11].reduce(0) { $0 * 10 + Int($1 - 0x30) }
+        let reason = statusLine.count > 13 ? String(decoding: statusLine[(statusLine.startIndex + 13)...], as: UTF8.self) : ""
         let headers = try readFields(budget: &budget)
-        return (status, headers)
+        return (status, reason, headers)
     }
 
     /// Field lines up to the empty line (the head's or, after a chunked body, the trailer's).

@@ -2,14 +2,17 @@
 public struct TransportResponse: Sendable {
     /// The HTTP status code.
     public var status: Int
+    /// The reason phrase of the status line (empty when the server sent none).
+    public var reason: String
     /// Header fields in order.
     public var headers: [(String, String)]
     /// The body bytes.
     public var body: [UInt8]
 
-    /// A response with status, header fields and body.
-    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
+    /// A response with status, reason phrase, header fields and body.
+    public init(status: Int, reason: String = "", headers: [(String, String)] = [], body: [UInt8] = []) {
         self.status = status
+        self.reason = reason
         self.headers = headers
         self.body = body
     }

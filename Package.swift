@@ -76,13 +76,20 @@ let package = Package(
         ),
         .target(
             name: "Locify",
-            dependencies: ["Postgres", "FirebaseAdmin", "LocifyRules", "Primitives", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Postgres", "LocifyRules", "Primitives", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
+        // The server's background work: the clean-up worker and its Google executor, the tombstone
+        // purge, and the periodic thread that runs them.
+        .target(
+            name: "LocifyJobs",
+            dependencies: ["Locify", "FirebaseAdmin", "LocifyRules", "Postgres", "Primitives", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         .target(
             name: "LocifyAPI",
             dependencies: [
-                "HTTPServer", "HTTPClient", "Locify", "LocifyRules", "Postgres", "FirebaseAdmin", "JSON", "Primitives",
+                "HTTPServer", "HTTPClient", "Locify", "LocifyJobs", "LocifyRules", "Postgres", "FirebaseAdmin", "JSON", "Primitives",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
@@ -157,7 +164,9 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "LocifyTests",
-            dependencies: ["Locify", "LocifyRules", "Postgres", "FirebaseAdmin", "JSON", "Primitives", "TestSupport", "TestSupportDatabase"],
+            dependencies: [
+                "Locify", "LocifyJobs", "LocifyRules", "Postgres", "FirebaseAdmin", "JSON", "Primitives", "TestSupport", "TestSupportDatabase",
+            ],
             swiftSettings: strictSettings),
         .testTarget(
             name: "LocifyAPITests",

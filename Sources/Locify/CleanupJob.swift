@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LocifyRules
 
 /// One durable piece of clean-up work for Google, recorded in the transaction that made it
 /// necessary and retried by `CleanupWorker` until it succeeds (openapi.yaml).
@@ -32,17 +33,17 @@ public struct CleanupJob: Sendable, Equatable {
     /// The user's folder prefixes of one location: `locations/<uid>/<location id>/`, with the id in
     /// lower case and in upper case (iOS clients name folders with `uuidString`, which is upper case).
     static func locationFolders(userID: String, id: UUID) -> [String] {
-        folders("locations", userID: userID, id: id)
+        folders(.locations, userID: userID, id: id)
     }
 
     /// The user's folder prefixes of one category: `categories/<uid>/<category id>/`, both letter cases.
     static func categoryFolders(userID: String, id: UUID) -> [String] {
-        folders("categories", userID: userID, id: id)
+        folders(.categories, userID: userID, id: id)
     }
 
-    private static func folders(_ root: String, userID: String, id: UUID) -> [String] {
+    private static func folders(_ folder: UserStorageFolder, userID: String, id: UUID) -> [String] {
         let lower = id.lowercasedString
-        return [lower, lower.uppercased()].map { "\(root)/\(userID)/\($0)/" }
+        return [lower, lower.uppercased()].map { folder.prefix(uid: userID, record: $0) }
     }
 
     /// The most folder prefixes one `storagePrefixes` job holds (each costs a listing and its
@@ -81,7 +82,7 @@ public struct CleanupJob: Sendable, Equatable {
     }
 
     /// The targets of a job of `kind`: the lines of a batch, else the target itself.
-    static func targets(of target: String, kind: Kind?) -> [String] {
+    package static func targets(of target: String, kind: Kind?) -> [String] {
         kind == .storageObjects || kind == .storagePrefixes ? target.split(separator: "\n").map(String.init) : [target]
     }
 

@@ -1,4 +1,3 @@
-import FirebaseAdmin
 import FoundationEssentials
 import Glibc
 import LocifyRules
@@ -55,7 +54,7 @@ struct StorageScope: Sendable {
         guard !bucket.isEmpty, !userID.isEmpty, bucket.utf8.allSatisfy(isUnreserved), userID.utf8.allSatisfy(isUnreserved) else {
             return nil
         }
-        return "https://firebasestorage.googleapis.com/v0/b/\(bucket)/o/locations%2F\(userID)%2F"
+        return "https://firebasestorage.googleapis.com/v0/b/\(bucket)/o/\(UserStorageFolder.locations.rawValue)%2F\(userID)%2F"
     }
 
     /// `urls` less those starting with `plainPrefix` (`plainLocationURLPrefix`), location `id` in

@@ -1,4 +1,3 @@
-import FirebaseAdmin
 import LocifyRules
 import Logging
 import Primitives
@@ -24,7 +23,7 @@ public final class CleanupSkips: Sendable {
     }
 
     /// Counts one skipped object and logs it (the name shortened and escaped: it is hostile).
-    func record(_ problem: StorageObjectReference.ObjectNameProblem, userID: String, objectName: String, stage: String) {
+    package func record(_ problem: StorageObjectReference.ObjectNameProblem, userID: String, objectName: String, stage: String) {
         counts.withLock { $0[problem.rawValue, default: 0] += 1 }
         logger.warning(
             "clean-up skipped a Storage object whose name cannot exist",
@@ -35,7 +34,7 @@ public final class CleanupSkips: Sendable {
     }
 
     /// The first `limit` scalars, control characters as `\u{..}`.
-    static func excerpt(_ text: String, limit: Int = 80) -> String {
+    package static func excerpt(_ text: String, limit: Int = 80) -> String {
         var out = ""
         for scalar in text.unicodeScalars.prefix(limit) {
             if ControlCharacter.isControl(scalar) {

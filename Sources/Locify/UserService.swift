@@ -56,10 +56,7 @@ public struct UserService: Sendable {
             let userID = caller.userID
             var jobs: [CleanupJob] = []
             if CleanupJob.isFolderSafe(userID: userID) {
-                jobs += [
-                    CleanupJob(kind: .storagePrefix, target: "locations/\(userID)/"),
-                    CleanupJob(kind: .storagePrefix, target: "categories/\(userID)/"),
-                ]
+                jobs += UserStorageFolder.allCases.map { CleanupJob(kind: .storagePrefix, target: $0.prefix(uid: userID)) }
             }
             jobs.append(CleanupJob(kind: .authAccount, target: userID))
             try CleanupJobStore.enqueue(connection, userID: userID, jobs)

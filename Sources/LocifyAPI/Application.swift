@@ -3,6 +3,7 @@ import FoundationEssentials
 import HTTPClient
 import HTTPServer
 import Locify
+import LocifyJobs
 import LocifyRules
 import Logging
 import Postgres

@@ -95,14 +95,14 @@ extension StorageObjectReference {
     }
 
     /// Whether the server may delete this object for user `uid` ("our rule" of openapi.yaml, `HttpsUrl`):
-    /// the bucket is the configured one, the path starts with `locations/<uid>/` or
-    /// `categories/<uid>/`, and no segment is empty, `.` or `..`. Compared byte for byte.
+    /// the bucket is the configured one, the path is inside one of the user's folders
+    /// (`UserStorageFolder`), and no segment is empty, `.` or `..`. Compared byte for byte.
     public func isInsideUserFolders(bucket configuredBucket: String, uid: String) -> Bool {
         guard bucket.utf8.elementsEqual(configuredBucket.utf8), !uid.isEmpty else { return false }
         let segments = path.utf8.split(separator: 0x2F, omittingEmptySubsequences: false)
         guard segments.count >= 3 else { return false }
         let folder = segments[0]
-        guard folder.elementsEqual("locations".utf8) || folder.elementsEqual("categories".utf8) else { return false }
+        guard UserStorageFolder.allCases.contains(where: { folder.elementsEqual($0.rawValue.utf8) }) else { return false }
         guard segments[1].elementsEqual(uid.utf8) else { return false }
         return segments.allSatisfy { segment in
             !segment.isEmpty && !segment.elementsEqual(".".utf8) && !segment.elementsEqual("..".utf8)

@@ -103,4 +103,14 @@ struct StorageObjectReferenceTests {
         #expect(parsed?.path == "locations/u/a\u{0}b")
         #expect(parsed.flatMap { StorageObjectReference.objectNameProblem($0.path) } == .controlCharacter)
     }
+
+    @Test("the user's folders are locations/<uid>/ and categories/<uid>/, a record's folder inside them")
+    func userFolders() {
+        #expect(UserStorageFolder.allCases.map { $0.prefix(uid: "u1") } == ["locations/u1/", "categories/u1/"])
+        #expect(UserStorageFolder.categories.prefix(uid: "u1", record: "abc") == "categories/u1/abc/")
+        for folder in UserStorageFolder.allCases {
+            let reference = StorageObjectReference(bucket: "bucket", path: folder.prefix(uid: "u1", record: "abc") + "photo.jpg")
+            #expect(reference.isInsideUserFolders(bucket: "bucket", uid: "u1"))
+        }
+    }
 }

@@ -1,6 +1,7 @@
 import FirebaseAdmin
 import Foundation
 @testable import Locify
+@testable import LocifyJobs
 import Postgres
 import Testing
 import TestSupport

@@ -1,6 +1,7 @@
 import FirebaseAdmin
 import Foundation
 @testable import Locify
+@testable import LocifyJobs
 import Logging
 import Postgres
 import Testing

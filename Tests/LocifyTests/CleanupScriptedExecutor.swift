@@ -1,6 +1,7 @@
 import FirebaseAdmin
 import Foundation
 import Locify
+import LocifyJobs
 import Synchronization
 
 /// A `CleanupExecutor` for worker tests: records every call in order, can fail the next calls

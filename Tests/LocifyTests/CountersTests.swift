@@ -1,5 +1,6 @@
 import Foundation
 import Locify
+import LocifyJobs
 import LocifyRules
 import Postgres
 import Primitives

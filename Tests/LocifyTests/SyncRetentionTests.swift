@@ -7,6 +7,7 @@ import TestSupport
 import TestSupportDatabase
 
 @testable import Locify
+@testable import LocifyJobs
 
 /// Tombstone retention (openapi.yaml): cursors age on the server's clock, the purge
 /// removes only tombstones past the horizon, and a client that could miss a purged delete is

@@ -1,4 +1,5 @@
 import FirebaseAdmin
+import Locify
 
 /// Carries out clean-up jobs against Google. A protocol so tests can count and fail calls.
 public protocol CleanupExecutor: Sendable {

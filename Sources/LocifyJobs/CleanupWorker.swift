@@ -1,6 +1,7 @@
 import FirebaseAdmin
 import FoundationEssentials
 import Glibc
+import Locify
 import LocifyRules
 import Logging
 import Postgres

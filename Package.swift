@@ -89,14 +89,25 @@ let package = Package(
         .target(
             name: "LocifyAPI",
             dependencies: [
-                "HTTPServer", "HTTPClient", "Locify", "LocifyJobs", "LocifyRules", "Postgres", "FirebaseAdmin", "JSON", "Primitives",
+                "HTTPServer", "Locify", "LocifyRules", "Postgres", "FirebaseAdmin", "JSON", "Primitives",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // The composition root: `buildApplication` (the database, authentication, jobs and API
+        // builders) and the running `Application`, and the JSON log handler the executable installs.
+        .target(
+            name: "LocifyServer",
+            dependencies: [
+                "LocifyAPI", "LocifyJobs", "Locify", "HTTPServer", "HTTPClient", "FirebaseAdmin", "JSON", "Postgres", "LocifyRules",
+                "Primitives",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "locify-server",
-            dependencies: ["LocifyAPI", "HTTPClient", "Postgres", "Primitives", "CLinux", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["LocifyServer", "LocifyAPI", "HTTPClient", "Postgres", "Primitives", "CLinux", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings,
             // Release builds link with lld and packed relative relocations (DT_RELR, glibc 2.36+):
             // the position-independent binary's 74,000 relative relocations take 14 KB instead of a
@@ -127,7 +138,7 @@ let package = Package(
         .target(
             name: "TestSupportServer",
             dependencies: [
-                "TestSupport", "TestSupportDatabase", "HTTPServer", "Postgres", "FirebaseAdmin", "Locify", "LocifyAPI", "JSON",
+                "TestSupport", "TestSupportDatabase", "HTTPServer", "Postgres", "FirebaseAdmin", "Locify", "LocifyAPI", "LocifyServer", "JSON",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TestSupportServer",
@@ -171,7 +182,7 @@ let package = Package(
         .testTarget(
             name: "LocifyAPITests",
             dependencies: [
-                "LocifyAPI", "Locify", "LocifyRules", "HTTPServer", "Postgres", "FirebaseAdmin", "JSON", "Primitives", "TestSupport",
+                "LocifyAPI", "LocifyServer", "Locify", "LocifyRules", "HTTPServer", "Postgres", "FirebaseAdmin", "JSON", "Primitives", "TestSupport",
                 "TestSupportDatabase", "TestSupportServer", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings),

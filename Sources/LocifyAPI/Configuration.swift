@@ -105,6 +105,12 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     /// What is wrong with its value, e.g. `is required but not set`.
     public var problem: String
 
+    /// `variable`'s value is wrong as `problem` says.
+    public init(variable: String, problem: String) {
+        self.variable = variable
+        self.problem = problem
+    }
+
     /// `VARIABLE: problem`, as the server prints it on standard error before exiting.
     public var description: String { "\(variable): \(problem)" }
 }

@@ -11,7 +11,7 @@ extension JSONWriter {
         unescapedString { id.appendLowercased(to: &$0) }
     }
 
-    mutating func timestamp(_ timestamp: Timestamp) {
+    package mutating func timestamp(_ timestamp: Timestamp) {
         unescapedString { timestamp.appendRFC3339(to: &$0) }
     }
 

@@ -57,21 +57,7 @@ final class Metrics: Sendable {
     }
 
     /// Gauges read at scrape time.
-    struct Gauges {
-        var openConnections: Int
-        var poolInUse: Int
-        var poolIdle: Int
-        var poolWaiting: Int
-        var cleanupPending: Int64
-        var cleanupFailed: Int64
-        var cleanupFailedPermanent: Int64 = 0
-        /// Storage clean-ups skipped because the object name cannot exist, by reason.
-        var cleanupSkipped: [(reason: String, count: Int)] = []
-        /// Whether unsigned Auth-emulator tokens are accepted.
-        var authEmulatorMode: Bool
-        /// Long-poll pulls: waiting now, woken, notifications, listener reconnects (nil when off).
-        var live: LiveChanges.Statistics? = nil
-    }
+    typealias Gauges = MetricsGauges
 
     /// The exposition in Prometheus text format 0.0.4.
     func render(_ gauges: Gauges) -> String {

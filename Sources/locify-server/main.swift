@@ -2,6 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import LocifyAPI
+import LocifyServer
 import Logging
 import Postgres
 import Synchronization

@@ -4,6 +4,7 @@ import Testing
 import TestSupport
 
 @testable import LocifyAPI
+@testable import LocifyServer
 import TestSupportServer
 
 /// Issue 23 items 2 and 5: the limits' settings are validated (a rate of 1e-20 crashed the first

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import LocifyAPI
+import LocifyServer
 import Logging
 import Synchronization
 import Testing

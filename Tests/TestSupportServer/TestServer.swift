@@ -4,6 +4,7 @@ import HTTPServer
 import JSON
 import Locify
 import LocifyAPI
+import LocifyServer
 import Logging
 import Postgres
 import Synchronization

@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Glibc
 import JSON
-import Locify
+import LocifyAPI
 import LocifyRules
 import Logging
 import Primitives

@@ -1,0 +1,75 @@
+import FirebaseAdmin
+import HTTPServer
+import Locify
+import Logging
+
+/// The HTTP face of the server, assembled: the request pipeline `HTTPServer` runs, its route
+/// table, and the switch that makes `/health/ready` answer 503 while the server drains. Built by
+/// the composition root (`LocifyServer`) from the domain's services and the state it owns.
+public struct APIFront: Sendable {
+    /// The request pipeline (`LocifyResponder`) over every route.
+    public let responder: any HTTPResponder
+    /// Every (method, path pattern) the server answers (HEAD implied by GET).
+    public let routes: [(method: HTTPMethod, pattern: String)]
+    private let readiness: Readiness
+
+    /// The API over `services`, its limits from `configuration`.
+    /// - Parameters:
+    ///   - maxBodyBytes: the HTTP server's body limit, told to clients by `GET /v1/sync/limits`.
+    ///   - liveChanges: wakes waiting pulls; nil when long-poll is off.
+    ///   - cleanupQueued: called after a request queued clean-up jobs (wakes the worker).
+    ///   - databaseReady: whether the database answers, for `/health/ready` (cached there).
+    ///   - gauges: what `/metrics` reports besides the request counters, read at each scrape.
+    ///   - openAPIDocument: the contract `/openapi.yaml` serves; nil when it was not found.
+    public init(
+        configuration: Configuration, maxBodyBytes: Int, services: LocifyServices, verifier: IDTokenVerifier,
+        liveChanges: LiveChanges?, cleanupQueued: @escaping @Sendable () -> Void, databaseReady: @escaping @Sendable () -> Bool,
+        gauges: @escaping @Sendable () -> MetricsGauges, openAPIDocument: [UInt8]?, logger: Logger
+    ) {
+        let metrics = Metrics()
+        let readiness = Readiness()
+        var router = Router<Route>()
+        ResourceRoutes(services: services, cleanupQueued: cleanupQueued).register(in: &router)
+        SyncRoutes(
+            services: services,
+            limits: ClientLimits(
+                maxPushChanges: configuration.maxPushChanges, maxBodyBytes: maxBodyBytes,
+                tombstoneRetentionSeconds: configuration.tombstoneRetentionSeconds,
+                maxWaitSeconds: liveChanges == nil ? 0 : configuration.maxWaitSeconds),
+            longPoll: liveChanges.map { LongPoll(changes: $0, maxWaitSeconds: configuration.maxWaitSeconds) },
+            cleanupQueued: cleanupQueued
+        ).register(in: &router)
+        UserRoutes(services: services, cleanupQueued: cleanupQueued).register(in: &router)
+        OperationsRoutes(
+            draining: readiness,
+            readiness: ReadinessCache(probe: databaseReady),
+            metrics: { metrics.render(gauges()) },
+            openAPIDocument: openAPIDocument,
+            authEmulatorMode: configuration.authEmulatorHost != nil
+        ).register(in: &router)
+
+        var responder = LocifyResponder(
+            router: router,
+            authenticator: Authenticator(verifier: verifier, revocationSkewSeconds: verifier.clockSkew, logger: logger),
+            rateLimiter: RateLimiter(ratePerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
+            addressLimiter: RateLimiter(
+                ratePerSecond: configuration.addressRateLimitPerSecond, burst: configuration.addressRateLimitBurst,
+                maxKeys: 100_000),
+            refusedLogLines: RateLimiter(ratePerSecond: 100, burst: 100),
+            floodLog: SampledLog(),
+            admit: { caller in try services.users.admit(caller) }, inlinePaths: OperationsRoutes.inlinePaths, metrics: metrics,
+            logger: logger)
+        if let liveChanges {
+            responder.writeCommitted = { userID in liveChanges.changed(userID) }
+        }
+        self.responder = responder
+        self.readiness = readiness
+        routes = router.routes
+    }
+
+    /// Reports not ready from now on (`/health/ready` 503, whatever the database says); returns
+    /// whether it already did.
+    public func beginDraining() -> Bool {
+        readiness.beginDraining()
+    }
+}

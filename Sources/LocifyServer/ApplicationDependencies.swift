@@ -1,0 +1,30 @@
+import FoundationEssentials
+import HTTPClient
+import HTTPServer
+import LocifyJobs
+import LocifyRules
+import Postgres
+import Primitives
+
+/// What tests (and only tests) replace when building the application.
+public struct ApplicationDependencies: Sendable {
+    /// How Google is reached (certificates, OAuth, Storage, Identity Toolkit).
+    public var googleTransport: any HTTPTransport = SocketHTTPTransport()
+    /// Timing of the clean-up worker.
+    public var cleanupSettings = CleanupWorker.Settings()
+    /// The server clock for records.
+    public var now: @Sendable () -> Timestamp = Timestamp.now
+    /// The clock, in unix seconds, on which the ID-token keys' `max-age` and the access tokens'
+    /// lifetimes run out (tests move it instead of sleeping).
+    public var googleClock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    /// Adjusts the HTTP server's configuration (tests shorten timeouts).
+    public var configureHTTP: @Sendable (inout HTTPServerConfiguration) -> Void = { _ in }
+    /// Where `/openapi.yaml` is read from. Default `openapi.yaml` in the working directory.
+    public var openAPIPath = "openapi.yaml"
+    /// Timing of the connection that listens for change notifications (tests shorten it).
+    public var listenTiming = PostgresListener.Timing()
+
+    /// The production dependencies: real Google transport and clock, default worker timing, no
+    /// HTTP adjustments, `openapi.yaml` in the working directory.
+    public init() {}
+}

@@ -1,0 +1,239 @@
+import FirebaseAdmin
+import FoundationEssentials
+import HTTPClient
+import HTTPServer
+import Locify
+import LocifyAPI
+import LocifyJobs
+import LocifyRules
+import Logging
+import Postgres
+import Primitives
+
+/// Builds the whole application from its configuration (openapi.yaml): connects to the
+/// database and applies pending migrations, sets up token verification (or the Auth emulator),
+/// the Google clients for clean-up (or none), the domain services, workers and the HTTP server.
+/// Each part has its builder below, in the order they are built.
+public func buildApplication(
+    configuration: Configuration, logger: Logger, dependencies: ApplicationDependencies = ApplicationDependencies()
+) throws -> Application {
+    // Before anything else (the database is not touched): emulator mode must not reach production,
+    // and the open-file limit must allow the connections.
+    try configuration.validateEmulatorSafety()
+    let http = httpConfiguration(configuration, dependencies: dependencies)
+    try raiseOpenFileLimit(for: http)
+    let database = try buildDatabase(configuration, logger: logger)
+    let (keyCache, verifier) = buildAuthentication(configuration, dependencies: dependencies, logger: logger)
+
+    var settings = LocifySettings(storageBucket: configuration.storageBucket)
+    settings.tombstoneRetentionSeconds = Int64(configuration.tombstoneRetentionSeconds)
+    settings.maxPushChanges = configuration.maxPushChanges
+    let cleanupSkips = CleanupSkips(logger: logger)
+    let services = LocifyServices(pool: database.pool, settings: settings, now: dependencies.now, cleanupSkips: cleanupSkips)
+    let jobs = try buildJobs(
+        configuration, database: database.configuration, cleanupSkips: cleanupSkips, dependencies: dependencies, logger: logger)
+
+    // One connection per instance listens for the notifications of every user's committed
+    // changes (not one per waiting pull), and one sends this instance's; off when long-poll is.
+    let liveChanges =
+        configuration.maxWaitSeconds > 0
+        ? LiveChanges(
+            configuration: database.configuration, maxWaitersPerUser: configuration.maxWaitsPerUser,
+            timing: dependencies.listenTiming, logger: logger)
+        : nil
+
+    let api = buildAPI(
+        configuration, http: http, services: services, verifier: verifier, database: database.pool, jobs: jobs,
+        cleanupSkips: cleanupSkips, liveChanges: liveChanges, dependencies: dependencies, logger: logger)
+    let server = HTTPServer(configuration: http, responder: api.front.responder, logger: logger)
+    api.serverBox.server = server
+    return Application(
+        server: server, pool: database.pool, workerPool: jobs.pool, cleanupWorker: jobs.cleanupWorker, purger: jobs.purger,
+        keyCache: keyCache, verifier: verifier, shutdownGrace: .seconds(configuration.shutdownGraceSeconds),
+        shutdownDelay: .seconds(configuration.shutdownDelaySeconds), api: api.front, liveChanges: liveChanges,
+        logger: logger)
+}
+
+/// The database of the requests: its connection settings and pool, the migrations applied.
+private func buildDatabase(
+    _ configuration: Configuration, logger: Logger
+) throws -> (configuration: PostgresConfiguration, pool: ConnectionPool) {
+    var databaseConfiguration = try PostgresConfiguration(connectionString: configuration.databaseURL)
+    databaseConfiguration.applicationName = "locify-server"
+    // Every statement is prepared once per connection and shaped so that its generic plan is the
+    // index plan (see the Store files); without this, PostgreSQL keeps re-planning the listings
+    // on every execution (their generic cost estimate assumes LIMIT $n returns 10% of the table),
+    // which cost more database CPU than running them.
+    databaseConfiguration.sessionSettings["plan_cache_mode"] = "force_generic_plan"
+    let pool = ConnectionPool(configuration: databaseConfiguration, size: configuration.databasePoolSize, logger: logger)
+    let applied = try runMigrations(configuration: configuration, pool: pool, logger: logger)
+    if !applied.isEmpty { logger.info("applied migrations", metadata: ["files": "\(applied.joined(separator: ", "))"]) }
+    return (databaseConfiguration, pool)
+}
+
+/// The ID-token verifier and the cache of Google's keys it checks signatures with (none in Auth
+/// emulator mode, whose unsigned tokens it accepts).
+private func buildAuthentication(
+    _ configuration: Configuration, dependencies: ApplicationDependencies, logger: Logger
+) -> (keyCache: PublicKeyCache?, verifier: IDTokenVerifier) {
+    let keyCache: PublicKeyCache?
+    if configuration.authEmulatorHost != nil {
+        keyCache = nil
+        logger.critical(
+            "FIREBASE_AUTH_EMULATOR_HOST is set: unsigned emulator tokens are ACCEPTED. Never run like this in production.")
+    } else {
+        keyCache = PublicKeyCache(
+            source: HTTPCertificateSource(url: configuration.idTokenCertsURL, transport: dependencies.googleTransport),
+            now: dependencies.googleClock, logger: logger)
+    }
+    let verifier = IDTokenVerifier(
+        projectId: configuration.firebaseProjectID, keys: keyCache, clockSkew: configuration.tokenClockSkewSeconds,
+        emulatorMode: configuration.authEmulatorHost != nil, logger: logger)
+    return (keyCache, verifier)
+}
+
+/// The background work (`LocifyJobs`) and the small pool it runs on.
+private struct Jobs {
+    /// The clean-up worker holds a connection while Google answers; the purge needs another.
+    let pool: ConnectionPool
+    let cleanupWorker: CleanupWorker
+    let purger: TombstonePurger
+}
+
+/// The clean-up worker (with the Google clients of `cleanupExecutor`) and the tombstone purge,
+/// on a database pool of their own.
+private func buildJobs(
+    _ configuration: Configuration, database: PostgresConfiguration, cleanupSkips: CleanupSkips,
+    dependencies: ApplicationDependencies, logger: Logger
+) throws -> Jobs {
+    let pool = ConnectionPool(configuration: database, size: 2, logger: logger)
+    let executor = try cleanupExecutor(
+        configuration: configuration, transport: dependencies.googleTransport, now: dependencies.googleClock, logger: logger)
+    let cleanupWorker = CleanupWorker(
+        pool: pool, executor: executor, settings: dependencies.cleanupSettings, logger: logger, skips: cleanupSkips)
+    let purger = TombstonePurger(
+        pool: pool, retentionSeconds: Int64(configuration.tombstoneRetentionSeconds),
+        interval: .seconds(configuration.tombstonePurgeIntervalSeconds), logger: logger)
+    return Jobs(pool: pool, cleanupWorker: cleanupWorker, purger: purger)
+}
+
+/// The HTTP face (`LocifyAPI`) over the services, with the operational state `/health/ready`
+/// and `/metrics` read, and the box the metrics reach the HTTP server through once it exists.
+private func buildAPI(
+    _ configuration: Configuration, http: HTTPServerConfiguration, services: LocifyServices, verifier: IDTokenVerifier,
+    database pool: ConnectionPool, jobs: Jobs, cleanupSkips: CleanupSkips, liveChanges: LiveChanges?,
+    dependencies: ApplicationDependencies, logger: Logger
+) -> (front: APIFront, serverBox: ServerBox) {
+    let serverBox = ServerBox()
+    let cleanupWorker = jobs.cleanupWorker
+    let authEmulatorMode = configuration.authEmulatorHost != nil
+    let front = APIFront(
+        configuration: configuration, maxBodyBytes: http.maxBodyBytes, services: services, verifier: verifier,
+        liveChanges: liveChanges, cleanupQueued: { cleanupWorker.wake() },
+        databaseReady: { (try? pool.withConnection { connection in try connection.query("SELECT 1") }) != nil },
+        gauges: {
+            let poolStatistics = pool.statistics
+            let jobs = cleanupWorker.statistics
+            return MetricsGauges(
+                openConnections: serverBox.server?.openConnections ?? 0, poolInUse: poolStatistics.inUse,
+                poolIdle: poolStatistics.idle, poolWaiting: poolStatistics.waiting, cleanupPending: jobs.pending,
+                cleanupFailed: jobs.failed, cleanupFailedPermanent: jobs.failedPermanent,
+                cleanupSkipped: cleanupSkips.snapshot, authEmulatorMode: authEmulatorMode,
+                live: liveChanges?.statistics)
+        },
+        openAPIDocument: FileManager.default.contents(atPath: dependencies.openAPIPath).map { Array($0) },
+        logger: logger)
+    return (front, serverBox)
+}
+
+/// The HTTP server's settings from the configuration (and the tests' adjustments).
+private func httpConfiguration(_ configuration: Configuration, dependencies: ApplicationDependencies) -> HTTPServerConfiguration {
+    var http = HTTPServerConfiguration(host: configuration.host, port: configuration.port)
+    http.maxConnections = configuration.maxConnections
+    http.maxConnectionsPerAddress = configuration.maxConnectionsPerAddress
+    http.maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
+    http.maxBufferedBodyBytesPerClient = configuration.maxBufferedBodyBytesPerClient
+    http.minBodyBytesPerSecond = configuration.minBodyBytesPerSecond
+    http.maxBufferedConnectionBytes = configuration.maxBufferedConnectionBytes
+    http.workerThreads = configuration.databasePoolSize
+    // Beside the connections: both database pools, a Google call per worker and the key
+    // fetch, live sync's listening and notifying connections, the files read while running,
+    // and a margin.
+    http.reservedFileDescriptors = 2 * configuration.databasePoolSize + 2 + 2 + 32
+    dependencies.configureHTTP(&http)
+    return http
+}
+
+/// Raises the open-file limit to what the HTTP server needs, or refuses to start naming
+/// `LOCIFY_MAX_CONNECTIONS`.
+private func raiseOpenFileLimit(for http: HTTPServerConfiguration) throws {
+    do {
+        try HTTPServer.raiseOpenFileLimit(for: http)
+    } catch {
+        guard case .openFileLimit(let needed, let hardLimit) = error else { throw error }
+        throw ConfigurationError(
+            variable: "LOCIFY_MAX_CONNECTIONS",
+            problem:
+                "\(http.maxConnections) connections and the server's other descriptors need \(needed) open files, but the hard limit (ulimit -Hn) is \(hardLimit): raise the hard limit or lower LOCIFY_MAX_CONNECTIONS; refusing to start"
+        )
+    }
+}
+
+/// Applies pending migrations, waiting up to about 30 s for the database to come up.
+private func runMigrations(configuration: Configuration, pool: ConnectionPool, logger: Logger) throws -> [String] {
+    let runner = MigrationRunner(directory: configuration.migrationsDirectory, logger: logger)
+    var attempt = 0
+    while true {
+        do {
+            return try runner.run(using: pool)
+        } catch let error as PostgresError where error.isUnavailable && attempt < 10 {
+            attempt += 1
+            logger.warning("database not reachable yet; retrying", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
+            DedicatedThread.sleep(for: .seconds(3))
+        }
+    }
+}
+
+/// The Google clients of the clean-up worker: a service account (or the emulators) for both
+/// Storage and Identity Toolkit; nil when neither is configured (local development), in which
+/// case jobs stay queued.
+private func cleanupExecutor(
+    configuration: Configuration, transport: any HTTPTransport, now: @escaping @Sendable () -> Double, logger: Logger
+) throws -> (any CleanupExecutor)? {
+    var tokens: (any AccessTokenSource)?
+    if let path = configuration.googleApplicationCredentials {
+        let account = try ServiceAccount.load(path: path)
+        tokens = try ServiceAccountTokenProvider(account: account, transport: transport, now: now, logger: logger)
+    }
+    let storage: CloudStorageClient? =
+        if let host = configuration.storageEmulatorHost {
+            .emulator(host: host, transport: transport)
+        } else if let tokens {
+            CloudStorageClient(baseURL: configuration.storageAPIURL, transport: transport, tokens: tokens)
+        } else {
+            nil
+        }
+    let identity: IdentityToolkitClient? =
+        if let host = configuration.authEmulatorHost {
+            .emulator(host: host, transport: transport)
+        } else if let tokens {
+            IdentityToolkitClient(baseURL: configuration.identityAPIURL, transport: transport, tokens: tokens)
+        } else {
+            nil
+        }
+    guard let storage, let identity else {
+        logger.warning(
+            "no Google credentials (GOOGLE_APPLICATION_CREDENTIALS) or emulators configured: account and category clean-up jobs stay queued until they are")
+        return nil
+    }
+    return GoogleCleanupExecutor(
+        storage: storage, identity: identity, bucket: configuration.storageBucket, projectID: configuration.firebaseProjectID)
+}
+
+/// Lets the metrics closure reach the server, which is created after the routes. Weak: the
+/// server owns the router that owns the closure, so a strong reference would be a cycle keeping
+/// every shut-down application alive (LeakSanitizer found it).
+private final class ServerBox: @unchecked Sendable {
+    // safe because: set once in buildApplication before the server starts; read-only afterwards.
+    weak var server: HTTPServer?
+}

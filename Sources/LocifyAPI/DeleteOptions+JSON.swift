@@ -4,12 +4,13 @@ import Locify
 
 extension DeleteOptions {
     /// Reads the options from an optional JSON body (which must be an object) and the query
-    /// items; a field in the body wins over the same field in the query.
+    /// items (the first value of a repeated one, as for every query parameter); a field in the
+    /// body wins over the same field in the query.
     package init(body: JSONValue?, query: [(name: String, value: String)]) throws(LocifyError) {
         let fields = try body.map { (body) throws(LocifyError) in try FieldReader(body: body) }
         func text(_ field: String) throws(LocifyError) -> String? {
             if let value = try fields?.optionalString(field) { return value }
-            return query.last(where: { $0.name == field })?.value
+            return QueryParameters(items: query).string(field)
         }
         let updatedAt = try text("updated_at").map { (text) throws(LocifyError) in
             try FieldReader.timestamp(text, field: "updated_at")

@@ -39,6 +39,8 @@ extension HTTPRequest {
 }
 
 /// Typed, validated query parameters: a malformed value is E001 (E002 for UUIDs) naming it.
+/// A parameter given more than once counts with its first value, on every route (openapi.yaml):
+/// every reader of the query goes through `string(_:)`.
 struct QueryParameters {
     let items: [(name: String, value: String)]
 

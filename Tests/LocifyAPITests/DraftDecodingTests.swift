@@ -184,4 +184,13 @@ struct DraftDecodingTests {
             try DeleteOptions(body: try json(#"{"reassign_category_id":"nope"}"#), query: [])
         }
     }
+
+    @Test("a query parameter given more than once counts with its first value, for delete options as for every other")
+    func repeatedQueryParameters() throws {
+        let repeated = try DeleteOptions(
+            body: nil, query: [(name: "updated_at", value: "2025-01-01T00:00:00Z"), (name: "updated_at", value: "2025-02-01T00:00:00Z")])
+        #expect(repeated.updatedAt == Timestamp(rfc3339: "2025-01-01T00:00:00Z"))
+        let parameters = QueryParameters(items: [(name: "size", value: "5"), (name: "size", value: "900")])
+        #expect(try parameters.int("size", in: 1...100, default: 50) == 5)
+    }
 }

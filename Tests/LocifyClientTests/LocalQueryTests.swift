@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import LocifyClient
 import LocifyRules
 import Testing
@@ -223,5 +224,36 @@ struct LocalQueryTests {
             consumer.cancel()
             _ = try await consumer.value
         }
+    }
+
+    @Test("a store written before the listing keys gets them when opened: its rows are searched and ordered by name")
+    func migratesOldStore() throws {
+        let file = TemporaryStoreFile()
+        defer { file.remove() }
+        do {
+            var changes = LocalChanges()
+            changes.upsertedLocations = ["b", "É", "a"].map { name in
+                Location(
+                    id: UUID(), categoryID: UUID(), name: name, address: "Rue \(name)", latitude: 1, longitude: 2, createdAt: Date(),
+                    updatedAt: Date())
+            }
+            try file.open().commit(changes)
+        }
+        // Back to schema v1: no keys, the v1 indexes, the migration not applied.
+        let queue = try DatabaseQueue(path: file.url.path)
+        try queue.write { db in
+            try db.execute(
+                sql: """
+                    DROP INDEX location_by_name; DROP INDEX location_by_created; DROP INDEX location_by_updated;
+                    ALTER TABLE location DROP COLUMN name_key; ALTER TABLE location DROP COLUMN search_text;
+                    CREATE INDEX location_by_created ON location (created_at DESC, id DESC);
+                    CREATE INDEX location_by_updated ON location (updated_at DESC, id DESC);
+                    DELETE FROM grdb_migrations WHERE identifier = 'v2 listing keys';
+                    """)
+        }
+        try queue.close()
+        let store = try file.open()
+        #expect(try store.locations(LocalQuery(sort: .name)).map(\.name) == ["a", "b", "É"])
+        #expect(try store.locations(LocalQuery(search: "RUE É")).map(\.name) == ["É"])
     }
 }

@@ -260,7 +260,9 @@ extension SQLiteStore: ObservableLocalStore {
 
     /// Schema v2: the listing's keys beside each location, computed in Swift as the server
     /// computes its own (`ListingRules`; SQLite's `lower` folds ASCII only), and one index per
-    /// order, each ending with id ascending as the server's. Existing rows get their keys here.
+    /// order, each ending with id ascending as the server's, and per order within a category (a
+    /// category's screen; by `updated_at` it sorts the category's rows). Existing rows get their
+    /// keys here.
     static func registerListingMigration(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v2 listing keys") { db in
             try db.execute(
@@ -281,6 +283,9 @@ extension SQLiteStore: ObservableLocalStore {
                     CREATE INDEX location_by_created ON location (created_at DESC, id);
                     CREATE INDEX location_by_updated ON location (updated_at DESC, id);
                     CREATE INDEX location_by_name ON location (name_key, id);
+                    DROP INDEX location_by_category;
+                    CREATE INDEX location_by_category ON location (category_id, name_key, id);
+                    CREATE INDEX location_by_category_created ON location (category_id, created_at DESC, id);
                     """)
         }
     }

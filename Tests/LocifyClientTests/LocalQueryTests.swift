@@ -245,6 +245,8 @@ struct LocalQueryTests {
             try db.execute(
                 sql: """
                     DROP INDEX location_by_name; DROP INDEX location_by_created; DROP INDEX location_by_updated;
+                    DROP INDEX location_by_category; DROP INDEX location_by_category_created;
+                    CREATE INDEX location_by_category ON location (category_id);
                     ALTER TABLE location DROP COLUMN name_key; ALTER TABLE location DROP COLUMN search_text;
                     CREATE INDEX location_by_created ON location (created_at DESC, id DESC);
                     CREATE INDEX location_by_updated ON location (updated_at DESC, id DESC);

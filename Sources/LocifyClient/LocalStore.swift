@@ -8,6 +8,7 @@ import Foundation
 /// between two commits leaves the last committed state. Methods are synchronous and quick (an
 /// indexed read, one small transaction); they are called from the engine's actor.
 /// ``SQLiteStore`` is the store for an app; ``InMemoryStore`` is for tests and previews.
+/// Both are ``ObservableLocalStore``s, whose query results can be watched (``LiveQuery``).
 public protocol LocalStore: Sendable {
     /// The cursor, the next outbox id and the user of the copy.
     func metadata() throws -> StoreMetadata

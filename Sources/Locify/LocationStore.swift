@@ -182,7 +182,7 @@ enum LocationStore: RecordTable {
         var filters = ""
         if query.categoryID != nil { filters += " AND category_id = $2" }
         if query.isFavorite != nil { filters += " AND is_favorite = $3" }
-        let search = query.search.map { substringPattern(TextRules.sortKey($0)) }
+        let search = query.search.map { substringPattern(ListingRules.searchKey($0)) }
         if search != nil { filters += " AND search_text LIKE $4" }
         let order: (String) -> String
         // The boundary row's sort key, read by primary key in the page's own snapshot.
@@ -291,9 +291,7 @@ enum LocationStore: RecordTable {
 }
 
 extension LocationDraft {
-    /// Lower-cased name, address and description for the `q` filter, one per line (a search
-    /// term cannot contain a line break, so it never matches across fields).
-    var searchText: String {
-        [name, address ?? "", description ?? ""].map(TextRules.sortKey).joined(separator: "\n")
-    }
+    /// Lower-cased name, address and description for the `q` filter (`ListingRules`, shared with
+    /// LocifyClient's offline search).
+    var searchText: String { ListingRules.searchText(name: name, address: address, description: description) }
 }

@@ -12,9 +12,6 @@ struct ResourceRoutes: Sendable {
     /// Called after a category delete committed (it may have queued Storage clean-up).
     let cleanupQueued: @Sendable () -> Void
 
-    /// Longest `q`, in code points.
-    static let maxSearchLength = 255
-
     func register(in router: inout Router<Route>) {
         Self.register(services.categories, at: "/v1/categories", in: &router, afterDelete: cleanupQueued)
         Self.register(services.locations, at: "/v1/locations", in: &router)
@@ -64,15 +61,11 @@ struct ResourceRoutes: Sendable {
 
     /// `page`, `size`, `category_id`, `is_favorite`, `q` and `sort` of `GET /v1/locations`.
     static func locationQuery(_ query: QueryParameters) throws(APIError) -> LocationQuery {
-        var search = query.string("q")
-        if let text = search {
-            if text.unicodeScalars.contains(where: ControlCharacter.isControl) {
-                throw .invalidInput("q", "must not contain control characters")
-            }
-            if text.unicodeScalars.count > maxSearchLength {
-                throw .invalidInput("q", "must be at most \(maxSearchLength) characters")
-            }
-            if text.isEmpty { search = nil }
+        let search: String?
+        do {
+            search = try ListingRules.searchTerm(query.string("q"))
+        } catch {
+            throw APIError(LocifyError(error))
         }
         var sort = LocationQuery.Sort.createdAt
         if let text = query.string("sort") {

@@ -8,6 +8,7 @@ import Foundation
 /// between two commits leaves the last committed state. Methods are synchronous and quick (an
 /// indexed read, one small transaction); they are called from the engine's actor.
 /// ``SQLiteStore`` is the store for an app; ``InMemoryStore`` is for tests and previews.
+/// Both are ``ObservableLocalStore``s, whose query results can be watched (``LiveQuery``).
 public protocol LocalStore: Sendable {
     /// The cursor, the next outbox id and the user of the copy.
     func metadata() throws -> StoreMetadata
@@ -20,6 +21,8 @@ public protocol LocalStore: Sendable {
     func categories() throws -> [Category]
     /// The live locations `query` selects, in its order.
     func locations(_ query: LocalQuery) throws -> [Location]
+    /// How many live locations `query` selects, whatever its page.
+    func locationCount(_ query: LocalQuery) throws -> Int
     /// The ids of the live locations of category `id`.
     func locationIDs(inCategory id: UUID) throws -> [UUID]
     /// Every pending outbox entry, in the order made.
@@ -28,6 +31,11 @@ public protocol LocalStore: Sendable {
     func commit(_ changes: LocalChanges) throws
     /// Removes everything: records, outbox, cursor and user.
     func erase() throws
+}
+
+extension LocalStore {
+    /// Counts what ``locations(_:)`` returns without the page.
+    public func locationCount(_ query: LocalQuery) throws -> Int { try locations(query.unpaged).count }
 }
 
 /// What a store keeps beside the records.
@@ -44,49 +52,6 @@ public struct StoreMetadata: Sendable, Hashable {
         self.cursor = cursor
         self.nextOutboxID = nextOutboxID
         self.userID = userID
-    }
-}
-
-/// A query on the local locations: filters, order and page, as the server's listing has them.
-public struct LocalQuery: Sendable, Hashable {
-    /// Only the locations of this category.
-    public var categoryID: UUID?
-    /// Only favourites (true) or only the others (false); nil for both.
-    public var isFavorite: Bool?
-    /// The order (default: newest `created_at` first, then id).
-    public var sort: LocifyAPIClient.LocationQuery.Sort
-    /// At most this many (nil: all).
-    public var limit: Int?
-    /// Skip this many first.
-    public var offset: Int
-
-    /// A query; the defaults select every live location, newest first.
-    public init(
-        categoryID: UUID? = nil, isFavorite: Bool? = nil, sort: LocifyAPIClient.LocationQuery.Sort = .createdAt,
-        limit: Int? = nil, offset: Int = 0
-    ) {
-        self.categoryID = categoryID
-        self.isFavorite = isFavorite
-        self.sort = sort
-        self.limit = limit
-        self.offset = offset
-    }
-
-    /// Whether `location` passes the filters.
-    func matches(_ location: Location) -> Bool {
-        (categoryID == nil || location.categoryID == categoryID) && (isFavorite == nil || location.isFavorite == isFavorite)
-    }
-
-    /// Whether `a` comes before `b` in this query's order (the server's: ties broken by id).
-    func precedes(_ a: Location, _ b: Location) -> Bool {
-        switch sort {
-        case .createdAt:
-            return (a.createdAt.locifyMilliseconds, a.id.lowercased) > (b.createdAt.locifyMilliseconds, b.id.lowercased)
-        case .updatedAt:
-            return (a.updatedAt.locifyMilliseconds, a.id.lowercased) > (b.updatedAt.locifyMilliseconds, b.id.lowercased)
-        case .name:
-            return (a.name.lowercased(), a.id.lowercased) < (b.name.lowercased(), b.id.lowercased)
-        }
     }
 }
 
@@ -192,6 +157,8 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
     private var snapshot: LocalSnapshot
     /// When set, the next commits fail with it (for tests of store failures).
     private var failure: (any Error)?
+    /// The live queries to tell of each commit (LocalQueries.swift).
+    let observers = StoreObservers()
 
     /// A store starting from `snapshot` (empty by default).
     public init(_ snapshot: LocalSnapshot = LocalSnapshot()) {
@@ -235,7 +202,7 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
                 category.locationCount = counts[category.id] ?? 0
                 return category
             }
-            .sorted { ($0.name.lowercased(), $0.id.lowercased) < ($1.name.lowercased(), $1.id.lowercased) }
+            .sorted(by: LocalQuery.precedes)
         }
     }
 
@@ -260,10 +227,12 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
             if let failure { throw failure }
             snapshot.apply(changes)
         }
+        observers.notify()
     }
 
     /// Removes everything.
     public func erase() throws {
         locked { $0 = LocalSnapshot() }
+        observers.notify()
     }
 }

@@ -104,6 +104,7 @@ public final class SQLiteStore: LocalStore, Sendable {
                     );
                     """)
         }
+        registerListingMigration(&migrator)
         return migrator
     }
 
@@ -138,50 +139,17 @@ public final class SQLiteStore: LocalStore, Sendable {
 
     /// Every live category, by name then id, counted.
     public func categories() throws -> [Category] {
-        try reading { db in
-            try Row.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT category.*, COALESCE(counts.n, 0) AS location_count FROM category
-                        LEFT JOIN (SELECT category_id, COUNT(*) AS n FROM location GROUP BY category_id) counts
-                        ON counts.category_id = category.id
-                        """)
-            ).map(Category.init(row:))
-        }
-        .map { ($0.name.lowercased(), $0.id.lowercased, $0) }
-        .sorted { ($0.0, $0.1) < ($1.0, $1.1) }
-        .map(\.2)
+        try reading { try Self.categories($0) }
     }
 
-    /// The live locations `query` selects, in its order.
+    /// The live locations `query` selects, in its order (LocalQueries.swift).
     public func locations(_ query: LocalQuery) throws -> [Location] {
-        var conditions: [String] = []
-        var arguments: StatementArguments = []
-        if let categoryID = query.categoryID {
-            conditions.append("category_id = ?")
-            arguments += [categoryID.lowercased]
-        }
-        if let isFavorite = query.isFavorite {
-            conditions.append("is_favorite = ?")
-            arguments += [isFavorite]
-        }
-        let filter = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
-        switch query.sort {
-        case .createdAt, .updatedAt:
-            let column = query.sort == .createdAt ? "created_at" : "updated_at"
-            let page = query.limit.map { " LIMIT \($0) OFFSET \(query.offset)" } ?? (query.offset > 0 ? " LIMIT -1 OFFSET \(query.offset)" : "")
-            return try reading { db in
-                try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM location\(filter) ORDER BY \(column) DESC, id DESC\(page)"), arguments: arguments)
-                    .map(Location.init(row:))
-            }
-        case .name:
-            // Case-insensitive beyond ASCII, as the server orders: sorted here.
-            let all = try reading { db in
-                try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM location\(filter)"), arguments: arguments).map(Location.init(row:))
-            }
-            let sorted = all.sorted(by: query.precedes).dropFirst(query.offset)
-            return Array(query.limit.map { sorted.prefix($0) } ?? sorted)
-        }
+        try reading { try Self.locations($0, query) }
+    }
+
+    /// How many live locations `query` selects, whatever its page.
+    public func locationCount(_ query: LocalQuery) throws -> Int {
+        try reading { try Self.locationCount($0, query) }
     }
 
     /// The ids of the live locations of category `id`.
@@ -242,10 +210,12 @@ public final class SQLiteStore: LocalStore, Sendable {
                 let statement = try db.cachedStatement(
                     sql: """
                         INSERT OR REPLACE INTO location (id, user_id, category_id, name, address, description, latitude, longitude,
-                            is_favorite, image_urls, version, created_at, updated_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            is_favorite, image_urls, version, created_at, updated_at, name_key, search_text)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """)
-                for location in changes.upsertedLocations { try statement.execute(arguments: location.rowArguments) }
+                for location in changes.upsertedLocations {
+                    try statement.execute(arguments: location.rowArguments + location.listingArguments)
+                }
             }
             if !changes.removedOutboxIDs.isEmpty {
                 let statement = try db.cachedStatement(sql: "DELETE FROM outbox WHERE id = ?")

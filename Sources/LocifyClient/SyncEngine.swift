@@ -18,7 +18,7 @@ import LocifyRules
 public actor SyncEngine {
     /// The API the engine talks to.
     public let api: LocifyAPIClient
-    private let store: any LocalStore
+    let store: any LocalStore
     private let clock: @Sendable () -> Date
     /// Changes per pull request (1-1000; default 1000, the API's largest: fewer round trips),
     /// lowered to the server's `max_pull_limit`.
@@ -94,9 +94,10 @@ public actor SyncEngine {
         try reading { try $0.locations(LocalQuery(categoryID: categoryID)) }
     }
 
-    /// The live locations `query` selects, in its order (filters, order and paging offline).
+    /// The live locations `query` selects, in its order: the server's listing offline (LocalQueries.swift).
     public func locations(_ query: LocalQuery) async throws -> [Location] {
-        try reading { try $0.locations(query) }
+        try Self.checkSearch(query)
+        return try reading { try $0.locations(query) }
     }
 
     /// One category of the local copy (nil when there is none, or it was deleted).
@@ -661,7 +662,7 @@ public actor SyncEngine {
     }
 
     /// Runs a read on the store, its failures reported as ``LocifyError/storeFailed(_:)``.
-    private func reading<Result>(_ body: (any LocalStore) throws -> Result) throws -> Result {
+    func reading<Result>(_ body: (any LocalStore) throws -> Result) throws -> Result {
         do {
             return try body(store)
         } catch let error as LocifyError {

@@ -456,3 +456,53 @@ struct SyncSchedulerTests {
         #expect(rig.clock.sleepers == 0)
     }
 }
+
+/// How many requests asked for a token.
+private final class Entered: Sendable {
+    private let count = Atomic<Int>(0)
+    func add() { count.add(1, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
+}
+
+/// An engine whose every request waits for its token until cancelled (a sync that never ends by itself).
+private func engineWithHangingRequests(_ entered: Entered) -> SyncEngine {
+    // safe because: the literal is a valid URL
+    let api = LocifyAPIClient(baseURL: URL(string: "http://127.0.0.1:9")!) { _ in
+        entered.add()
+        try await Task.sleep(for: .seconds(3600))
+        return "never"
+    }
+    return SyncEngine(api: api, store: InMemoryStore())
+}
+
+@Suite("SyncEngine: start(), stop() and the background-task helper")
+struct SyncEngineScheduleTests {
+    @Test("stop() cancels the sync start() began, and the engine then syncs by hand again")
+    func stopCancelsTheEnginesSync() async throws {
+        let entered = Entered()
+        let engine = engineWithHangingRequests(entered)
+        let scheduler = await engine.start()
+        #expect(await until { await scheduler.isSyncing })
+        #expect(await until { entered.value == 1 })
+        await engine.stop()
+        await #expect(throws: LocifyError.cancelled) { try await scheduler.refresh() }
+        // The cancelled sync gave its turn back: a sync by hand runs (and is cancelled in turn).
+        let byHand = Task { try await engine.sync() }
+        #expect(await until { entered.value == 2 })
+        byHand.cancel()
+        await #expect(throws: LocifyError.self) { try await byHand.value }
+    }
+
+    @Test("syncInBackground runs one sync and cancels it when the task expires")
+    func backgroundTaskExpiration() async throws {
+        let entered = Entered()
+        let engine = engineWithHangingRequests(entered)
+        let expire = Mutex<(@Sendable () -> Void)?>(nil)
+        let run = Task { await engine.syncInBackground { handler in expire.withLock { $0 = handler } } }
+        #expect(await until { entered.value == 1 })
+        let handler = try #require(expire.withLock { $0 })
+        handler()
+        #expect(await run.value == false, "expired: not a success")
+        #expect(try await engine.pendingChanges().isEmpty)
+    }
+}

@@ -13,7 +13,6 @@ extension SyncEngine {
     /// - Returns: the scheduler, to read its state (``SyncScheduler/nextAttempt``, the last result).
     @discardableResult
     public func start(_ schedule: SyncSchedule = SyncSchedule()) async -> SyncScheduler {
-        await stop()
         let scheduler = SyncScheduler(
             schedule,
             operations: SyncScheduler.Operations(
@@ -22,7 +21,10 @@ extension SyncEngine {
                     return try await self.sync()
                 },
                 live: { [weak self] settings in await self?.runLive(settings) }))
+        // Swapped before any suspension, so that two calls at once leave one schedule running.
+        let previous = self.scheduler
         self.scheduler = scheduler
+        await previous?.stop()
         await scheduler.start()
         return scheduler
     }

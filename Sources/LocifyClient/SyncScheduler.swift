@@ -386,7 +386,11 @@ public actor SyncScheduler {
                 plan(.timer, after: schedule.foregroundInterval)
             }
         case .failure(.cancelled):
-            if !waitingOnNext.isEmpty { runSync() }
+            if !waitingOnNext.isEmpty {
+                runSync()
+            } else if again {
+                trigger()
+            }
         case .failure(let error):
             let pause = backoff.pause(
                 retryAfter: error.retryAfterSeconds, initial: schedule.initialBackoff, maximum: schedule.maximumBackoff,

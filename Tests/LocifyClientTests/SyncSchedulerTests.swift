@@ -493,6 +493,18 @@ struct SyncEngineScheduleTests {
         await #expect(throws: LocifyError.self) { try await byHand.value }
     }
 
+    @Test("start() again replaces the running schedule: the first one stops")
+    func startAgainReplaces() async throws {
+        let entered = Entered()
+        let engine = engineWithHangingRequests(entered)
+        let first = await engine.start()
+        let second = await engine.start()
+        await #expect(throws: LocifyError.cancelled) { try await first.refresh() }
+        #expect(await until { await second.isSyncing })
+        await engine.stop()
+        await #expect(throws: LocifyError.cancelled) { try await second.refresh() }
+    }
+
     @Test("syncInBackground runs one sync and cancels it when the task expires")
     func backgroundTaskExpiration() async throws {
         let entered = Entered()

@@ -142,7 +142,7 @@ extension SyncEngine {
                 }
                 let asked = (turns: live.turns, duringSync: isSyncing)
                 let sent = ContinuousClock.now
-                let page = try await api.pull(since: cursor, limit: pullLimit, wait: wait, asUser: user)
+                let page = try await api.pull(since: cursor, limit: min(pullLimit, info?.maxPullLimit ?? pullLimit), wait: wait, asUser: user)
                 try await applyLongPoll(page, since: cursor, user: user, askedAt: asked)
                 if page.changes.isEmpty && !page.hasMore && ContinuousClock.now - sent < Self.earlyAnswer {
                     // Nothing, at once: the instance is shutting down, or something between does not

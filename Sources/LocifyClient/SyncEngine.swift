@@ -20,8 +20,9 @@ public actor SyncEngine {
     public let api: LocifyAPIClient
     let store: any LocalStore
     private let clock: @Sendable () -> Date
-    /// Changes per pull request (1-1000; default 500).
-    public var pullLimit = 500
+    /// Changes per pull request (1-1000; default 1000, the API's largest: fewer round trips),
+    /// lowered to the server's `max_pull_limit`.
+    public var pullLimit = 1000
     /// Longest `Retry-After` (seconds) the engine waits out by itself on S001 or S003; longer
     /// ones fail the sync (default 5, 0 never waits).
     public var maxRetryAfter = 5
@@ -32,7 +33,7 @@ public actor SyncEngine {
     private(set) var isSyncing = false
     private var syncWaiters: [CheckedContinuation<Void, Never>] = []
     private var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
-    private var info: ServerInfo?
+    private(set) var info: ServerInfo?
     /// The latest time this engine stamped an edit with: each new edit gets a later one.
     private var lastStamp: Int64 = .min
     /// Live mode's state (LiveSync.swift): whether it runs, its edit signal, the sync turns taken.
@@ -478,69 +479,169 @@ public actor SyncEngine {
     /// Follows the change feed from the stored cursor to its end. `answered` is the feed's page
     /// after the stored cursor when it was already fetched (a long-poll's answer): it is applied
     /// in place of the first request.
+    ///
+    /// Pages are stored in few commits and fetched while the ones before are stored: the first
+    /// page of a pull is committed at once (the list is usable while the rest arrives), later ones
+    /// are held until ``pullCommitChanges`` changes or ``pullCommitInterval`` have gathered, and
+    /// the next page is on its way while they are stored. Held pages are applied in one
+    /// transaction with no wait inside it, so they meet the outbox as it is when they are stored
+    /// (edits made meanwhile keep precedence), exactly as if they had arrived then. (A store's
+    /// write cost depends on the pages a commit touches, not on its rows: at 100,000 records one
+    /// commit of 10,000 rows costs about what one of 1,000 does; bench/RESULTS.md.)
     func pullAll(user: String, report: inout SyncReport, answered: FeedPage? = nil) async throws {
-        var cursor = try loaded().metadata.cursor
-        var answered = cursor == nil ? nil : answered
-        // A resync starts by forgetting the synced records (the snapshot brings back what is still
-        // there). A store's first pull instead keeps them while it runs (forgetting them would hide
-        // the user's places until the last page arrived) and, once the whole snapshot has arrived
-        // in this sync, drops those it did not contain (deleted elsewhere meanwhile).
-        var resyncing = false
-        var firstPullSeen: Set<RecordKey>? = cursor == nil ? [] : nil
+        let cursor = try loaded().metadata.cursor
+        // A first pull into a store that holds no records has nothing to drop at its end.
+        let heldRecords = try cursor == nil && reading { try !$0.locations(LocalQuery(limit: 1)).isEmpty || !$0.categories().isEmpty }
+        var progress = PullProgress(cursor: cursor, storeHeldRecords: heldRecords)
+        var fetched: Result<FeedPage, any Error>? = progress.requested == nil ? nil : answered.map { .success($0) }
+        let api = api, limit = min(pullLimit, info?.maxPullLimit ?? pullLimit), maxRetryAfter = maxRetryAfter
         while true {
             try Self.checkCancellation()
+            let outcome: Result<FeedPage, any Error>
+            if let prefetched = fetched {
+                outcome = prefetched
+                fetched = nil
+            } else {
+                outcome = await Self.feedPage(api, since: progress.requested, limit: limit, user: user, maxRetryAfter: maxRetryAfter)
+            }
             let page: FeedPage
             do {
-                if let prefetched = answered {
-                    page = prefetched
-                    answered = nil
-                } else {
-                    page = try await feedPage(since: cursor, user: user)
-                }
-            } catch let error as LocifyError where cursor != nil && (error.code == "E009" || error.code == "E001") {
+                page = try outcome.get()
+            } catch let error as LocifyError where progress.requested != nil && (error.code == "E009" || error.code == "E001") {
                 // The cursor expired (E009) or the server does not take it (E001): start again
                 // from a snapshot, keeping the unsynced local changes.
                 emit(.resyncStarted)
                 report.resynced = true
-                resyncing = true
-                cursor = nil
+                progress.beginResync()
                 continue
             }
-            var transaction = try begin()
-            if cursor == nil && resyncing {
-                transaction.forgetSyncedRecords()
-                firstPullSeen = nil
+            progress.hold(page)
+            if !page.hasMore {
+                try store(&progress, report: &report)
+                return
             }
+            if progress.isDue {
+                // The next page travels (and is decoded, off this actor) while these are stored.
+                async let next = Self.feedPage(api, since: page.cursor, limit: limit, user: user, maxRetryAfter: maxRetryAfter)
+                try store(&progress, report: &report)
+                fetched = await next
+            }
+        }
+    }
+
+    /// Most changes a pull holds before it stores them in one commit.
+    static let pullCommitChanges = 10_000
+    /// Longest time a pull holds pages before it stores them (so a slow network still shows
+    /// progress).
+    static let pullCommitInterval: Duration = .seconds(1)
+
+    /// Where a pull stands: the cursor of its next request, the pages fetched and not yet stored,
+    /// and what a first pull or a resync must remember.
+    private struct PullProgress {
+        /// The cursor of the next request (nil: a snapshot).
+        var requested: String?
+        /// Fetched, not yet stored, in feed order.
+        var held: [FeedPage] = []
+        var heldChanges = 0
+        /// Whether nothing of this pull (or of its resync) has been stored yet.
+        var storedNone = true
+        var lastStored = ContinuousClock.now
+        /// A resync starts by forgetting the synced records (the snapshot brings back what is still
+        /// there). A store's first pull instead keeps them while it runs (forgetting them would
+        /// hide the user's places until the last page arrived) and, once the whole snapshot has
+        /// arrived in this sync, drops those it did not contain (deleted elsewhere meanwhile).
+        var forgetFirst = false
+        var isFirstPull: Bool
+        /// What a first pull has seen, when the store held records at its start (else there is
+        /// nothing to drop: every record then came from the snapshot or is queued).
+        var seen: Set<RecordKey>?
+
+        init(cursor: String?, storeHeldRecords: Bool) {
+            requested = cursor
+            isFirstPull = cursor == nil
+            seen = isFirstPull && storeHeldRecords ? [] : nil
+        }
+
+        /// Whether the held pages are stored now (the first page at once, then by size or time).
+        var isDue: Bool {
+            storedNone || heldChanges >= SyncEngine.pullCommitChanges || ContinuousClock.now - lastStored >= SyncEngine.pullCommitInterval
+        }
+
+        mutating func hold(_ page: FeedPage) {
+            held.append(page)
+            heldChanges += page.changes.count
+            requested = page.cursor
+        }
+
+        mutating func beginResync() {
+            requested = nil
+            held = []
+            heldChanges = 0
+            storedNone = true
+            forgetFirst = true
+        }
+    }
+
+    /// Stores the held pages in one commit.
+    private func store(_ progress: inout PullProgress, report: inout SyncReport) throws {
+        guard let last = progress.held.last else { return }
+        var transaction = try begin()
+        if progress.forgetFirst {
+            transaction.forgetSyncedRecords()
+            progress.isFirstPull = false
+            progress.seen = nil
+        }
+        for page in progress.held {
             for change in page.changes {
-                if let kind = change.kind, let id = change.id { firstPullSeen?.insert(RecordKey(kind: kind, id: id)) }
+                if progress.seen != nil, let kind = change.kind, let id = change.id { progress.seen?.insert(RecordKey(kind: kind, id: id)) }
                 switch change {
                 case .upsert(let state): try transaction.adopt(state)
                 case .delete(let kind, let tombstone): try transaction.adopt(.tombstone(kind, tombstone))
                 case .unrecognized(let type, let action): transaction.events.append(.unrecognized("feed change \(type) \(action)"))
                 }
             }
-            if !page.hasMore, let seen = firstPullSeen { transaction.forgetSyncedRecords(except: seen) }
-            // A first pull stores its cursor only at its end: cut short, it starts again from a
-            // snapshot, so that its end still drops what the snapshot did not hold (a record this
-            // device pushed and another deleted before the snapshot began appears in no page).
-            if firstPullSeen == nil || !page.hasMore { transaction.setCursor(page.cursor) }
-            try commit(&transaction)
+        }
+        if !last.hasMore, progress.isFirstPull, let seen = progress.seen { transaction.forgetSyncedRecords(except: seen) }
+        // A first pull stores its cursor only at its end: cut short, it starts again from a
+        // snapshot, so that its end still drops what the snapshot did not hold (a record this
+        // device pushed and another deleted before the snapshot began appears in no page).
+        if !progress.isFirstPull || !last.hasMore { transaction.setCursor(last.cursor) }
+        try commit(&transaction)
+        for page in progress.held {
             report.pulled += page.changes.count
             emit(.pulled(changes: page.changes.count, hasMore: page.hasMore))
-            cursor = page.cursor
-            if !page.hasMore { return }
         }
+        progress.held = []
+        progress.heldChanges = 0
+        progress.storedNone = false
+        progress.forgetFirst = false
+        progress.lastStored = ContinuousClock.now
     }
 
-    private func feedPage(since cursor: String?, user: String) async throws -> FeedPage {
-        try await patiently { try await self.api.pull(since: cursor, limit: self.pullLimit, asUser: user) }
+    /// One page of the feed, or what stopped it; runs off the actor (the decoding too), so that a
+    /// page can be fetched while the ones before are stored.
+    private nonisolated static func feedPage(
+        _ api: LocifyAPIClient, since cursor: String?, limit: Int, user: String, maxRetryAfter: Int
+    ) async -> Result<FeedPage, any Error> {
+        do {
+            return .success(try await patiently(maxRetryAfter: maxRetryAfter) { try await api.pull(since: cursor, limit: limit, asUser: user) })
+        } catch {
+            return .failure(error)
+        }
     }
 
     // MARK: Plumbing
 
     /// Runs `request`, waiting out a short `Retry-After` of S001 (rate limited) or S003
     /// (unavailable) up to three times. The wait ends early when the task is cancelled.
-    private func patiently<Result: Sendable>(_ request: () async throws -> Result) async throws -> Result {
+    private func patiently<Result: Sendable>(_ request: @Sendable () async throws -> Result) async throws -> Result {
+        try await Self.patiently(maxRetryAfter: maxRetryAfter, request)
+    }
+
+    /// `patiently`, waiting out at most `maxRetryAfter` seconds at a time.
+    private nonisolated static func patiently<Result: Sendable>(
+        maxRetryAfter: Int, _ request: @Sendable () async throws -> Result
+    ) async throws -> Result {
         var attempt = 0
         while true {
             do {
@@ -585,9 +686,14 @@ public actor SyncEngine {
         return loaded
     }
 
+    /// A transaction on the committed state. It takes the outbox over, so that its first change
+    /// does not copy it (a copy per edit cost time in proportion to the pending changes: half of
+    /// an edit's time with 5,000 of them); ``commit(_:)`` gives it back, and a transaction dropped
+    /// by an error leaves it to be reloaded from the store, which holds the truth.
     private func begin() throws -> StoreTransaction {
-        let state = try loaded()
-        return StoreTransaction(store: store, outbox: state.outbox, metadata: state.metadata)
+        let current = try loaded()
+        state = nil
+        return StoreTransaction(store: store, outbox: current.outbox, metadata: current.metadata)
     }
 
     /// Commits `transaction` to the store in one atomic change and makes it the current state,

@@ -118,4 +118,27 @@ struct OutboxRulesTests {
         }
         #expect(write.name == "edited" && write.createdAt == Date(locifyMilliseconds: 500))
     }
+
+    @Test("an edit refused after its transaction began leaves the queued changes and the following edits as they were")
+    func refusedEditKeepsOutbox() async throws {
+        // No server is needed: edits only queue. The engine's transactions take its outbox over
+        // (no copy per edit); one that throws must leave the queue intact for the next.
+        let api = LocifyAPIClient(baseURL: URL(fileURLWithPath: "/")) { _ in "unused" }
+        let engine = SyncEngine(api: api, store: InMemoryStore())
+        let category = try await engine.saveCategory(name: "A")
+        let place = try await engine.saveLocation(LocationDraft(categoryID: category.id, name: "P", latitude: 1, longitude: 2))
+        let before = try await engine.pendingChanges()
+        await #expect(throws: LocifyError.self) {
+            try await engine.saveLocation(LocationDraft(categoryID: UUID(), name: "Nowhere", latitude: 1, longitude: 2))
+        }
+        await #expect(throws: LocifyError.self) { try await engine.deleteLocation(id: UUID()) }
+        #expect(try await engine.pendingChanges() == before)
+        var draft = LocationDraft(place)
+        draft.name = "P renamed"
+        try await engine.saveLocation(draft)
+        let after = try await engine.pendingChanges()
+        #expect(after.count == 2, "the rename folds into the queued create")
+        #expect(after.last?.change.action == .create && after.last?.change.recordID == place.id)
+        #expect(try await engine.location(id: place.id)?.name == "P renamed")
+    }
 }

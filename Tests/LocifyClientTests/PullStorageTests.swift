@@ -1,0 +1,93 @@
+import Foundation
+import LocifyClient
+import Synchronization
+import Testing
+import TestSupport
+import TestSupportServer
+
+/// A store that keeps, for each commit, how many records it wrote (the rest as InMemoryStore).
+final class RecordingStore: LocalStore, Sendable {
+    let inner = InMemoryStore()
+    private let written = Mutex<[Int]>([])
+
+    /// The records written by each commit that wrote any, in order.
+    var recordCommits: [Int] { written.withLock { $0 }.filter { $0 > 0 } }
+
+    func metadata() throws -> StoreMetadata { try inner.metadata() }
+    func category(id: UUID) throws -> Category? { try inner.category(id: id) }
+    func location(id: UUID) throws -> Location? { try inner.location(id: id) }
+    func categories() throws -> [Category] { try inner.categories() }
+    func locations(_ query: LocalQuery) throws -> [Location] { try inner.locations(query) }
+    func locationIDs(inCategory id: UUID) throws -> [UUID] { try inner.locationIDs(inCategory: id) }
+    func outbox() throws -> [OutboxEntry] { try inner.outbox() }
+    func erase() throws { try inner.erase() }
+
+    func commit(_ changes: LocalChanges) throws {
+        try inner.commit(changes)
+        written.withLock { $0.append(changes.upsertedCategories.count + changes.upsertedLocations.count) }
+    }
+}
+
+/// How a pull stores what it fetches (issue 22 item 6): the first page at once, the rest in few
+/// commits while the next page is on its way, and never over an edit made meanwhile.
+@Suite("LocifyClient pulls: the first page at once, the rest in few commits, edits made meanwhile kept")
+struct PullStorageTests {
+    /// A category and `count` places in it, created on the server by another client.
+    static func seed(_ api: LocifyAPIClient, places count: Int) async throws -> (category: UUID, places: [UUID]) {
+        let category = try await api.createCategory(CategoryWrite(id: UUID(), name: "Seeded"))
+        let places = (0..<count).map { _ in UUID() }
+        for start in stride(from: 0, to: count, by: 50) {
+            let changes = places[start..<min(start + 50, count)].enumerated().map { offset, id in
+                PushChange.createLocation(
+                    LocationWrite(id: id, categoryID: category.id, name: "P\(start + offset)", latitude: 1, longitude: 2))
+            }
+            _ = try await api.push(changes)
+        }
+        return (category.id, places)
+    }
+
+    @Test("a first sync stores its first page at once and the rest of the snapshot in fewer commits than pages")
+    func firstPageAtOnceRestBatched() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        _ = try await Self.seed(harness.api(), places: 95)
+        let total = try await harness.api().allCategories().count + 95
+        let store = RecordingStore()
+        let engine = SyncEngine(api: harness.api(), store: store)
+        await engine.setPullLimit(10)
+        let report = try await engine.sync()
+        #expect(report.pulled == total)
+        let pages = (total + 9) / 10
+        #expect(store.recordCommits.first == 10, "the first page is stored alone: \(store.recordCommits)")
+        #expect(store.recordCommits.count < pages, "\(pages) pages in \(store.recordCommits.count) commits: \(store.recordCommits)")
+        #expect(store.recordCommits.reduce(0, +) == total)
+        #expect(try await engine.locations().count == 95)
+    }
+
+    @Test("an edit made while a pull holds or fetches pages keeps precedence over the pages that arrive after it")
+    func editDuringPullKept() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let seeded = try await Self.seed(harness.api(), places: 60)
+        let device = "pulledit\(UInt32.random(in: 0...UInt32.max))"
+        defer { FaultPlans.remove(device: device) }
+        // Every request after /v1/info is slow, so the pull is under way while the edit is made.
+        FaultPlans.script(device: device, [.none] + Array(repeating: .delayed(150), count: 12))
+        let file = TemporaryStoreFile()
+        defer { file.remove() }
+        let engine = SyncEngine(api: harness.faultyAPI(device: device), store: try file.open())
+        await engine.setPullLimit(10)
+        let sync = Task { try await engine.sync() }
+        // Once the category has arrived, the user edits the last place, which a later page holds.
+        while try await engine.category(id: seeded.category) == nil { try await Task.sleep(for: .milliseconds(10)) }
+        let last = try #require(seeded.places.last)
+        try await engine.saveLocation(LocationDraft(id: last, categoryID: seeded.category, name: "Edited during the pull", latitude: 3, longitude: 4))
+        _ = try await sync.value
+        #expect(try await engine.location(id: last)?.name == "Edited during the pull")
+        #expect(try await engine.locations().count == 60)
+        try await engine.sync()
+        #expect(try await harness.api().location(id: last).name == "Edited during the pull")
+    }
+}

@@ -38,6 +38,8 @@ public actor SyncEngine {
     private var lastStamp: Int64 = .min
     /// Live mode's state (LiveSync.swift): whether it runs, its edit signal, the sync turns taken.
     var live = LiveModeState()
+    /// The scheduler ``start(_:)`` runs (SyncEngine+Schedule.swift), told of each local edit.
+    var scheduler: SyncScheduler?
 
     /// - Parameters:
     ///   - api: the server.
@@ -723,7 +725,10 @@ public actor SyncEngine {
         }
         state = (transaction.outbox, transaction.metadata)
         for event in transaction.events { emit(event) }
-        if changes.upsertedOutbox.contains(where: { !$0.attempted }) { live.editSignal?.yield() }
+        if changes.upsertedOutbox.contains(where: { !$0.attempted }) {
+            live.editSignal?.yield()
+            scheduler?.localEdit()
+        }
     }
 
     /// The device's time for a new edit of a record last stamped `previous`: never earlier than

@@ -24,9 +24,17 @@ final class RecordingStore: LocalStore, Sendable {
     func erase() throws { try inner.erase() }
 
     private let bulkLoadCalls = Mutex<[Bool]>([])
+    /// Whether commits fail once a bulk load began (a disk filling up during a first sync).
+    private let failsWhileLoading: Bool
+
+    init(failsWhileLoading: Bool = false) { self.failsWhileLoading = failsWhileLoading }
+
     /// The `bulkLoad` calls, in order.
     var bulkLoads: [Bool] { bulkLoadCalls.withLock { $0 } }
-    func bulkLoad(_ active: Bool) throws { bulkLoadCalls.withLock { $0.append(active) } }
+    func bulkLoad(_ active: Bool) throws {
+        bulkLoadCalls.withLock { $0.append(active) }
+        if failsWhileLoading, active { inner.failCommits(with: CocoaError(.fileWriteOutOfSpace)) }
+    }
 
     func commit(_ changes: LocalChanges) throws {
         try inner.commit(changes)
@@ -92,9 +100,8 @@ struct PullStorageTests {
         _ = try await offline.sync()
         #expect(holding.bulkLoads.isEmpty)
 
-        // A first sync that fails (here its first commit) still ends the bulk load.
-        let failing = RecordingStore()
-        failing.inner.failCommits(with: CocoaError(.fileWriteOutOfSpace))
+        // A first sync that fails (here its first page's commit) still ends the bulk load.
+        let failing = RecordingStore(failsWhileLoading: true)
         let full = SyncEngine(api: harness.api(), store: failing)
         await #expect(throws: LocifyError.self) { _ = try await full.sync() }
         #expect(failing.bulkLoads == [true, false])

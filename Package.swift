@@ -209,6 +209,13 @@ let package = Package(
                 "LocifyClient", "TestSupport", "TestSupportServer", "LocifyAPI", "HTTPServer", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strictSettings),
+        // The sample (issue 26 item 7): an app's places screen on LocifyClient (`LocifyClientSample`),
+        // the command-line program `locify-sample` that runs it against scripts/dev, and its test.
+        .target(name: "LocifyClientSample", dependencies: ["LocifyClient"], swiftSettings: strictSettings),
+        .executableTarget(name: "locify-sample", dependencies: ["LocifyClient", "LocifyClientSample"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "LocifyClientSampleTests", dependencies: ["LocifyClientSample", "LocifyClient", "TestSupport", "TestSupportServer"],
+            swiftSettings: strictSettings),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -34,10 +34,15 @@ struct LiveBackoff {
     mutating func reset() { failures = 0 }
 
     mutating func pause(retryAfter: Int?, _ settings: LiveSyncSettings) -> Duration {
+        pause(retryAfter: retryAfter, initial: settings.initialBackoff, maximum: settings.maximumBackoff, random: settings.random)
+    }
+
+    /// The pause after one more failure, with a first ceiling `initial` doubling up to `maximum`.
+    mutating func pause(retryAfter: Int?, initial: Duration, maximum: Duration, random: () -> Double) -> Duration {
         failures += 1
         let doublings = Double(min(failures - 1, 30))
-        let ceiling = min(settings.maximumBackoff, settings.initialBackoff * pow(2, doublings))
-        let jitter = ceiling * min(max(settings.random(), 0), 1)
+        let ceiling = min(maximum, initial * pow(2, doublings))
+        let jitter = ceiling * min(max(random(), 0), 1)
         return .seconds(retryAfter ?? 0) + jitter
     }
 }

@@ -31,11 +31,18 @@ public protocol LocalStore: Sendable {
     func commit(_ changes: LocalChanges) throws
     /// Removes everything: records, outbox, cursor and user.
     func erase() throws
+    /// Called with `true` before a first sync fills an empty store and with `false` after it,
+    /// also when it fails: a store may then build its secondary indexes once, at the end, instead
+    /// of row by row. Reads stay correct meanwhile.
+    func bulkLoad(_ active: Bool) throws
 }
 
 extension LocalStore {
     /// Counts what ``locations(_:)`` returns without the page.
     public func locationCount(_ query: LocalQuery) throws -> Int { try locations(query.unpaged).count }
+
+    /// Nothing to do for a store without secondary indexes.
+    public func bulkLoad(_ active: Bool) throws {}
 }
 
 /// What a store keeps beside the records.

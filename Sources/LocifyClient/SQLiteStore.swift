@@ -51,6 +51,8 @@ public final class SQLiteStore: LocalStore, Sendable {
                 }
             }
             try Self.migrator.migrate(database)
+            // A bulk load cut short (the app killed during its first sync) left its indexes out.
+            try database.write { try Self.createListingIndexes($0) }
             checkpointer = try Checkpointer(path: path)
         } catch let error as LocifyError {
             throw error
@@ -243,6 +245,13 @@ public final class SQLiteStore: LocalStore, Sendable {
     public func erase() throws {
         try database.write { db in
             try db.execute(sql: "DELETE FROM category; DELETE FROM location; DELETE FROM outbox; DELETE FROM metadata;")
+        }
+    }
+
+    /// Drops the listing's indexes while a first sync fills the store, and builds them after it.
+    public func bulkLoad(_ active: Bool) throws {
+        try database.write { db in
+            try active ? Self.dropListingIndexes(db) : Self.createListingIndexes(db)
         }
     }
 

@@ -38,6 +38,8 @@ public actor SyncEngine {
     private var lastStamp: Int64 = .min
     /// Live mode's state (LiveSync.swift): whether it runs, its edit signal, the sync turns taken.
     var live = LiveModeState()
+    /// The scheduler ``start(_:)`` runs (SyncEngine+Schedule.swift), told of each local edit.
+    var scheduler: SyncScheduler?
 
     /// - Parameters:
     ///   - api: the server.
@@ -491,6 +493,20 @@ public actor SyncEngine {
         // A first pull into a store that holds no records has nothing to drop at its end.
         let heldRecords = try cursor == nil && reading { try !$0.locations(LocalQuery(limit: 1)).isEmpty || !$0.categories().isEmpty }
         var progress = PullProgress(cursor: cursor, storeHeldRecords: heldRecords)
+        // Filling an empty store, its secondary indexes are built once at the end (`bulkLoad`).
+        let bulkLoad = cursor == nil && !heldRecords
+        if bulkLoad { try reading { try $0.bulkLoad(true) } }
+        do {
+            try await pullPages(&progress, user: user, report: &report, answered: answered)
+        } catch {
+            if bulkLoad { try? reading { try $0.bulkLoad(false) } }
+            throw error
+        }
+        if bulkLoad { try reading { try $0.bulkLoad(false) } }
+    }
+
+    /// The pull's pages, from `progress.requested` to the end of the feed, stored as they come.
+    private func pullPages(_ progress: inout PullProgress, user: String, report: inout SyncReport, answered: FeedPage?) async throws {
         var fetched: Result<FeedPage, any Error>? = progress.requested == nil ? nil : answered.map { .success($0) }
         let api = api, limit = min(pullLimit, info?.maxPullLimit ?? pullLimit), maxRetryAfter = maxRetryAfter
         while true {
@@ -709,7 +725,10 @@ public actor SyncEngine {
         }
         state = (transaction.outbox, transaction.metadata)
         for event in transaction.events { emit(event) }
-        if changes.upsertedOutbox.contains(where: { !$0.attempted }) { live.editSignal?.yield() }
+        if changes.upsertedOutbox.contains(where: { !$0.attempted }) {
+            live.editSignal?.yield()
+            scheduler?.localEdit()
+        }
     }
 
     /// The device's time for a new edit of a record last stamped `previous`: never earlier than

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import LocifyClient
 import Synchronization
 import Testing
@@ -21,6 +22,19 @@ final class RecordingStore: LocalStore, Sendable {
     func locationIDs(inCategory id: UUID) throws -> [UUID] { try inner.locationIDs(inCategory: id) }
     func outbox() throws -> [OutboxEntry] { try inner.outbox() }
     func erase() throws { try inner.erase() }
+
+    private let bulkLoadCalls = Mutex<[Bool]>([])
+    /// Whether commits fail once a bulk load began (a disk filling up during a first sync).
+    private let failsWhileLoading: Bool
+
+    init(failsWhileLoading: Bool = false) { self.failsWhileLoading = failsWhileLoading }
+
+    /// The `bulkLoad` calls, in order.
+    var bulkLoads: [Bool] { bulkLoadCalls.withLock { $0 } }
+    func bulkLoad(_ active: Bool) throws {
+        bulkLoadCalls.withLock { $0.append(active) }
+        if failsWhileLoading, active { inner.failCommits(with: CocoaError(.fileWriteOutOfSpace)) }
+    }
 
     func commit(_ changes: LocalChanges) throws {
         try inner.commit(changes)
@@ -63,6 +77,64 @@ struct PullStorageTests {
         #expect(store.recordCommits.count < pages, "\(pages) pages in \(store.recordCommits.count) commits: \(store.recordCommits)")
         #expect(store.recordCommits.reduce(0, +) == total)
         #expect(try await engine.locations().count == 95)
+    }
+
+    @Test("a first sync into an empty store is one bulk load, ended also when the sync fails; later syncs and a store holding records are not")
+    func bulkLoadOfEmptyStore() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        _ = try await Self.seed(harness.api(), places: 30)
+        let store = RecordingStore()
+        let engine = SyncEngine(api: harness.api(), store: store)
+        await engine.setPullLimit(10)
+        _ = try await engine.sync()
+        #expect(store.bulkLoads == [true, false])
+        _ = try await engine.sync()
+        #expect(store.bulkLoads == [true, false], "a pull from a cursor is no bulk load")
+
+        // A store holding an offline edit keeps its indexes through its first sync.
+        let holding = RecordingStore()
+        let offline = SyncEngine(api: harness.api(), store: holding)
+        try await offline.saveCategory(name: "Offline")
+        _ = try await offline.sync()
+        #expect(holding.bulkLoads.isEmpty)
+
+        // A first sync that fails (here its first page's commit) still ends the bulk load.
+        let failing = RecordingStore(failsWhileLoading: true)
+        let full = SyncEngine(api: harness.api(), store: failing)
+        await #expect(throws: LocifyError.self) { _ = try await full.sync() }
+        #expect(failing.bulkLoads == [true, false])
+    }
+
+    @Test("SQLiteStore: a bulk load drops the listing's indexes and builds them at its end; a load cut short gets them back on opening")
+    func sqliteBulkLoadIndexes() throws {
+        let file = TemporaryStoreFile()
+        defer { file.remove() }
+        let listingIndexes: Set<String> = [
+            "location_by_created", "location_by_updated", "location_by_name", "location_by_category", "location_by_category_created",
+        ]
+        func indexes() throws -> Set<String> {
+            let queue = try DatabaseQueue(path: file.url.path)
+            defer { try? queue.close() }
+            return try queue.read { db in
+                Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'location'"))
+            }
+        }
+        do {
+            let store = try file.open()
+            #expect(try indexes().isSuperset(of: listingIndexes))
+            try store.bulkLoad(true)
+            #expect(try indexes().isDisjoint(with: listingIndexes))
+            try store.bulkLoad(false)
+            #expect(try indexes().isSuperset(of: listingIndexes))
+            // Cut short: the app is killed before the load ends.
+            try store.bulkLoad(true)
+        }
+        #expect(try indexes().isDisjoint(with: listingIndexes))
+        let reopened = try file.open()
+        #expect(try indexes().isSuperset(of: listingIndexes))
+        #expect(try reopened.locations(LocalQuery(sort: .name)).isEmpty)
     }
 
     @Test("an edit made while a pull holds or fetches pages keeps precedence over the pages that arrive after it")

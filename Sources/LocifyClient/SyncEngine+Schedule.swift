@@ -1,0 +1,78 @@
+import Foundation
+
+#if os(iOS)
+import BackgroundTasks
+#endif
+
+extension SyncEngine {
+    /// Starts syncing by itself (a ``SyncScheduler``): at once, after local edits (debounced), on a
+    /// timer while ``AppState/foreground`` (or in live mode, ``SyncSchedule/liveInForeground``),
+    /// when connectivity returns, and on ``refresh()``; after failures with exponential backoff and
+    /// jitter, never sooner than the server's `Retry-After`. Its syncs and the app's own ``sync()``
+    /// calls take turns, never two at once. Starting again replaces the running schedule.
+    /// - Returns: the scheduler, to read its state (``SyncScheduler/nextAttempt``, the last result).
+    @discardableResult
+    public func start(_ schedule: SyncSchedule = SyncSchedule()) async -> SyncScheduler {
+        let scheduler = SyncScheduler(
+            schedule,
+            operations: SyncScheduler.Operations(
+                sync: { [weak self] in
+                    guard let self else { throw LocifyError.cancelled }
+                    return try await self.sync()
+                },
+                live: { [weak self] settings in await self?.runLive(settings) }))
+        // Swapped before any suspension, so that two calls at once leave one schedule running.
+        let previous = self.scheduler
+        self.scheduler = scheduler
+        await previous?.stop()
+        await scheduler.start()
+        return scheduler
+    }
+
+    /// Stops the schedule ``start(_:)`` began: nothing planned runs, a running sync is cancelled,
+    /// live mode ends. Call it at sign-out, before ``reset()``.
+    public func stop() async {
+        guard let scheduler else { return }
+        self.scheduler = nil
+        await scheduler.stop()
+    }
+
+    /// Tells the schedule whether the app is in the foreground (SwiftUI: from `scenePhase`).
+    public func setAppState(_ state: AppState) {
+        scheduler?.setAppState(state)
+    }
+
+    /// Syncs now and returns the report (pull-to-refresh), through the schedule when it runs (a
+    /// sync under way is followed by a fresh one), else as ``sync()``.
+    @discardableResult
+    public func refresh() async throws -> SyncReport {
+        if let scheduler { return try await scheduler.refresh() }
+        return try await sync()
+    }
+
+    /// One sync that ends when `expiration` fires (a background task's expiration handler):
+    /// whether it succeeded, for the task's completion. `expiration` is given the handler to
+    /// install. ``handle(_:)`` wraps it for `BGAppRefreshTask`.
+    public nonisolated func syncInBackground(expiration: (@escaping @Sendable () -> Void) -> Void) async -> Bool {
+        let work = Task { try await self.sync() }
+        expiration { work.cancel() }
+        do {
+            _ = try await work.value
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    #if os(iOS)
+    /// Runs one sync for a `BGAppRefreshTask` (registered with `BGTaskScheduler`), cancelled
+    /// when the task expires, and completes the task with its success.
+    public nonisolated func handle(_ task: BGAppRefreshTask) {
+        nonisolated(unsafe) let task = task
+        Task {
+            let succeeded = await syncInBackground { cancel in task.expirationHandler = cancel }
+            task.setTaskCompleted(success: succeeded)
+        }
+    }
+    #endif
+}

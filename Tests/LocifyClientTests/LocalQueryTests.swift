@@ -171,7 +171,7 @@ struct LocalQueryTests {
 
     @Test(
         "a live query sends the new result after a local edit and after a pulled change, and stops with its consumer",
-        .timeLimit(.minutes(1)), arguments: StoreKind.allCases)
+        arguments: StoreKind.allCases)
     func liveQuery(kind: StoreKind) async throws {
         let server = try TestServer.start()
         defer { server.stop() }

@@ -38,8 +38,9 @@ final class ArrivalStore: LocalStore, Sendable {
 }
 
 /// Polls `condition` every 5 ms until it holds or `timeout` passes (a generous bound, not a
-/// figure); a condition that throws counts as not holding yet.
-func until(_ timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async -> Bool {
+/// figure: a loaded sanitizer run starves async tests for minutes); a condition that throws counts
+/// as not holding yet.
+func until(_ timeout: Duration = .seconds(300), _ condition: () async throws -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if (try? await condition()) == true { return true }

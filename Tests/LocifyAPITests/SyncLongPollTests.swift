@@ -358,6 +358,9 @@ struct SyncLongPollTests {
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let sent = { server.application.liveStatistics?.notificationsSent ?? -1 }
+        // The listener starts beside the server: a notification sent before it listens is heard
+        // by nobody (waiters are woken when it connects), so the count below starts once it does.
+        #expect(eventually { server.application.liveStatistics?.isListening == true })
         let id = UUID()
         let created = try server.request(
             "POST", "/v1/categories", token: client.token, json: .object(C.category(id, name: "First", at: 10)))

@@ -177,3 +177,20 @@ struct TemporaryStoreFile: Sendable {
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
     }
 }
+
+/// A test store that wraps an `InMemoryStore` and changes only some of its calls (commits, most
+/// often): every read and `erase` go to `inner`.
+protocol InMemoryWrapper: LocalStore {
+    var inner: InMemoryStore { get }
+}
+
+extension InMemoryWrapper {
+    func metadata() throws -> StoreMetadata { try inner.metadata() }
+    func category(id: UUID) throws -> Category? { try inner.category(id: id) }
+    func location(id: UUID) throws -> Location? { try inner.location(id: id) }
+    func categories() throws -> [Category] { try inner.categories() }
+    func locations(_ query: LocalQuery) throws -> [Location] { try inner.locations(query) }
+    func locationIDs(inCategory id: UUID) throws -> [UUID] { try inner.locationIDs(inCategory: id) }
+    func outbox() throws -> [OutboxEntry] { try inner.outbox() }
+    func erase() throws { try inner.erase() }
+}

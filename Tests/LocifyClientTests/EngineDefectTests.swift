@@ -8,7 +8,7 @@ import TestSupport
 import TestSupportServer
 
 /// A store whose commits fail now and then, as a full disk would make them.
-final class FlakyStore: LocalStore, Sendable {
+final class FlakyStore: InMemoryWrapper, Sendable {
     struct DiskFull: Error {}
 
     let inner = InMemoryStore()
@@ -17,15 +17,6 @@ final class FlakyStore: LocalStore, Sendable {
     let period: Int
 
     init(failingEvery period: Int) { self.period = period }
-
-    func metadata() throws -> StoreMetadata { try inner.metadata() }
-    func category(id: UUID) throws -> Category? { try inner.category(id: id) }
-    func location(id: UUID) throws -> Location? { try inner.location(id: id) }
-    func categories() throws -> [Category] { try inner.categories() }
-    func locations(_ query: LocalQuery) throws -> [Location] { try inner.locations(query) }
-    func locationIDs(inCategory id: UUID) throws -> [UUID] { try inner.locationIDs(inCategory: id) }
-    func outbox() throws -> [OutboxEntry] { try inner.outbox() }
-    func erase() throws { try inner.erase() }
 
     func commit(_ changes: LocalChanges) throws {
         let count = commits.withLock { count in

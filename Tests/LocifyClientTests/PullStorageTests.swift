@@ -7,21 +7,12 @@ import TestSupport
 import TestSupportServer
 
 /// A store that keeps, for each commit, how many records it wrote (the rest as InMemoryStore).
-final class RecordingStore: LocalStore, Sendable {
+final class RecordingStore: InMemoryWrapper, Sendable {
     let inner = InMemoryStore()
     private let written = Mutex<[Int]>([])
 
     /// The records written by each commit that wrote any, in order.
     var recordCommits: [Int] { written.withLock { $0 }.filter { $0 > 0 } }
-
-    func metadata() throws -> StoreMetadata { try inner.metadata() }
-    func category(id: UUID) throws -> Category? { try inner.category(id: id) }
-    func location(id: UUID) throws -> Location? { try inner.location(id: id) }
-    func categories() throws -> [Category] { try inner.categories() }
-    func locations(_ query: LocalQuery) throws -> [Location] { try inner.locations(query) }
-    func locationIDs(inCategory id: UUID) throws -> [UUID] { try inner.locationIDs(inCategory: id) }
-    func outbox() throws -> [OutboxEntry] { try inner.outbox() }
-    func erase() throws { try inner.erase() }
 
     private let bulkLoadCalls = Mutex<[Bool]>([])
     /// Whether commits fail once a bulk load began (a disk filling up during a first sync).

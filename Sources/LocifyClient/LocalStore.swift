@@ -27,9 +27,11 @@ public protocol LocalStore: Sendable {
     func locationIDs(inCategory id: UUID) throws -> [UUID]
     /// Every pending outbox entry, in the order made.
     func outbox() throws -> [OutboxEntry]
+    /// The changes the server refused that the app has not retried or discarded, in the order made.
+    func refusedChanges() throws -> [RefusedChange]
     /// Applies `changes` atomically.
     func commit(_ changes: LocalChanges) throws
-    /// Removes everything: records, outbox, cursor and user.
+    /// Removes everything: records, outbox, refused changes, cursor and user.
     func erase() throws
     /// Called with `true` before a first sync fills an empty store and with `false` after it,
     /// also when it fails: a store may then build its secondary indexes once, at the end, instead
@@ -53,17 +55,20 @@ public struct StoreMetadata: Sendable, Hashable {
     public var nextOutboxID: Int64
     /// The user (the token's `sub`) whose copy this is; nil until the first sync binds it.
     public var userID: String?
+    /// When a pull last reached the end of the feed (``SyncStatus/lastSyncedAt``).
+    public var lastSyncedAt: Date?
 
     /// Metadata with these values (the default is a new store's).
-    public init(cursor: String? = nil, nextOutboxID: Int64 = 1, userID: String? = nil) {
+    public init(cursor: String? = nil, nextOutboxID: Int64 = 1, userID: String? = nil, lastSyncedAt: Date? = nil) {
         self.cursor = cursor
         self.nextOutboxID = nextOutboxID
         self.userID = userID
+        self.lastSyncedAt = lastSyncedAt
     }
 }
 
 /// One atomic change of a store. Applied in this order: `resetRecords`, record removals, record
-/// upserts, outbox removals, outbox writes, metadata.
+/// upserts, outbox removals, outbox writes, refused changes, metadata.
 public struct LocalChanges: Sendable, Hashable {
     /// When set, every record not named in it is removed first (the start of a snapshot pull).
     public var resetRecords: RecordReset?
@@ -85,6 +90,12 @@ public struct LocalChanges: Sendable, Hashable {
     public var nextOutboxID: Int64?
     /// The user the copy now belongs to, or nil to keep it.
     public var userID: String?
+    /// Refused changes to keep, new or replaced (same id).
+    public var upsertedRefusals: [RefusedChange] = []
+    /// Refused changes to drop (retried or discarded).
+    public var removedRefusalIDs: [Int64] = []
+    /// A new ``StoreMetadata/lastSyncedAt``, or nil to keep it.
+    public var lastSyncedAt: Date?
 
     /// The records a reset keeps (those with pending changes).
     public struct RecordReset: Sendable, Hashable {
@@ -118,6 +129,8 @@ public struct LocalSnapshot: Sendable, Hashable {
     public var locations: [UUID: Location]
     /// Local changes not yet acknowledged by the server, in the order they were made.
     public var outbox: [OutboxEntry]
+    /// The changes the server refused, kept for the app, in the order made.
+    public var refused: [RefusedChange]
     /// The cursor, next outbox id and user.
     public var metadata: StoreMetadata
 
@@ -127,11 +140,12 @@ public struct LocalSnapshot: Sendable, Hashable {
     /// A snapshot with these parts; the default is the empty state of a first launch.
     public init(
         categories: [UUID: Category] = [:], locations: [UUID: Location] = [:], outbox: [OutboxEntry] = [],
-        metadata: StoreMetadata = StoreMetadata()
+        refused: [RefusedChange] = [], metadata: StoreMetadata = StoreMetadata()
     ) {
         self.categories = categories
         self.locations = locations
         self.outbox = outbox
+        self.refused = refused
         self.metadata = metadata
     }
 
@@ -154,6 +168,11 @@ public struct LocalSnapshot: Sendable, Hashable {
         if let cursor = changes.cursor { metadata.cursor = cursor.value }
         if let next = changes.nextOutboxID { metadata.nextOutboxID = max(metadata.nextOutboxID, next) }
         if let userID = changes.userID { metadata.userID = userID }
+        if let time = changes.lastSyncedAt { metadata.lastSyncedAt = time }
+        if !changes.removedRefusalIDs.isEmpty || !changes.upsertedRefusals.isEmpty {
+            let removed = Set(changes.removedRefusalIDs).union(changes.upsertedRefusals.map(\.id))
+            refused = (refused.filter { !removed.contains($0.id) } + changes.upsertedRefusals).sorted { $0.id < $1.id }
+        }
     }
 }
 
@@ -227,6 +246,9 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
 
     /// The pending outbox entries, in the order made.
     public func outbox() throws -> [OutboxEntry] { locked { $0.outbox } }
+
+    /// The refused changes kept, in the order made.
+    public func refusedChanges() throws -> [RefusedChange] { locked { $0.refused } }
 
     /// Applies `changes` atomically (or throws what ``failCommits(with:)`` set).
     public func commit(_ changes: LocalChanges) throws {

@@ -2,7 +2,7 @@ import Foundation
 import LocifyRules
 
 /// What the server said about a refused request: `{"error": {"code", "message", "details"}}`.
-public struct ServerError: Sendable, Hashable {
+public struct ServerError: Codable, Sendable, Hashable {
     /// The HTTP status (0 when the error came inside a push result, which is answered 200).
     public var status: Int
     /// `E001`...`E012`, `S001`...`S003`: switch on this (or on the ``LocifyError`` case).

@@ -107,6 +107,19 @@ public final class SQLiteStore: LocalStore, Sendable {
                     """)
         }
         registerListingMigration(&migrator)
+        migrator.registerMigration("v3 refused changes") { db in
+            // One row per refused change, beside the record it concerns; `refusal` is the
+            // RefusedChange as JSON (the change as sent, the server's error, the time).
+            try db.execute(
+                sql: """
+                    CREATE TABLE refused_change (
+                        id INTEGER PRIMARY KEY NOT NULL,
+                        record_kind TEXT NOT NULL,
+                        record_id TEXT NOT NULL,
+                        refusal TEXT NOT NULL
+                    );
+                    """)
+        }
         return migrator
     }
 
@@ -121,7 +134,8 @@ public final class SQLiteStore: LocalStore, Sendable {
             }
             return StoreMetadata(
                 cursor: values["cursor"] ?? nil, nextOutboxID: (values["next_outbox_id"] ?? nil).flatMap { Int64($0) } ?? 1,
-                userID: values["user_id"] ?? nil)
+                userID: values["user_id"] ?? nil,
+                lastSyncedAt: (values["last_synced_at"] ?? nil).flatMap { Int64($0) }.map { Date(locifyMilliseconds: $0) })
         }
     }
 
@@ -173,6 +187,15 @@ public final class SQLiteStore: LocalStore, Sendable {
         }
     }
 
+    /// The refused changes kept, in the order made.
+    public func refusedChanges() throws -> [RefusedChange] {
+        try reading { db in
+            try String.fetchAll(db.cachedStatement(sql: "SELECT refusal FROM refused_change ORDER BY id")).map { text in
+                try JSONCoding.decoder.decode(RefusedChange.self, from: Data(text.utf8))
+            }
+        }
+    }
+
     /// Runs one read: every read here is a single SELECT, consistent by itself, so it needs no
     /// transaction of its own (GRDB's `read` would open and close one around it); its statement is
     /// prepared once per connection.
@@ -186,6 +209,9 @@ public final class SQLiteStore: LocalStore, Sendable {
     public func commit(_ changes: LocalChanges) throws {
         let encodedOutbox = try changes.upsertedOutbox.map { entry in
             (entry, String(decoding: try JSONCoding.encoder.encode(entry.change), as: UTF8.self))
+        }
+        let encodedRefusals = try changes.upsertedRefusals.map { refusal in
+            (refusal, String(decoding: try JSONCoding.encoder.encode(refusal), as: UTF8.self))
         }
         try database.write { db in
             if let reset = changes.resetRecords {
@@ -237,6 +263,8 @@ public final class SQLiteStore: LocalStore, Sendable {
                 ).execute(arguments: [String(next)])
             }
             if let userID = changes.userID { try Self.setMetadata(db, "user_id", userID) }
+            if let time = changes.lastSyncedAt { try Self.setMetadata(db, "last_synced_at", String(time.locifyMilliseconds)) }
+            try Self.writeRefusals(db, encodedRefusals, removed: changes.removedRefusalIDs)
         }
         checkpointer.wrote(rows: changes.rowCount)
     }
@@ -244,7 +272,8 @@ public final class SQLiteStore: LocalStore, Sendable {
     /// Removes everything.
     public func erase() throws {
         try database.write { db in
-            try db.execute(sql: "DELETE FROM category; DELETE FROM location; DELETE FROM outbox; DELETE FROM metadata;")
+            try db.execute(
+                sql: "DELETE FROM category; DELETE FROM location; DELETE FROM outbox; DELETE FROM refused_change; DELETE FROM metadata;")
         }
     }
 
@@ -252,6 +281,20 @@ public final class SQLiteStore: LocalStore, Sendable {
     public func bulkLoad(_ active: Bool) throws {
         try database.write { db in
             try active ? Self.dropListingIndexes(db) : Self.createListingIndexes(db)
+        }
+    }
+
+    private static func writeRefusals(_ db: Database, _ written: [(RefusedChange, String)], removed: [Int64]) throws {
+        if !removed.isEmpty {
+            let statement = try db.cachedStatement(sql: "DELETE FROM refused_change WHERE id = ?")
+            for id in removed { try statement.execute(arguments: [id]) }
+        }
+        if !written.isEmpty {
+            let statement = try db.cachedStatement(
+                sql: "INSERT OR REPLACE INTO refused_change (id, record_kind, record_id, refusal) VALUES (?, ?, ?, ?)")
+            for (refusal, text) in written {
+                try statement.execute(arguments: [refusal.id, refusal.recordKind.rawValue, refusal.recordID.lowercased, text])
+            }
         }
     }
 

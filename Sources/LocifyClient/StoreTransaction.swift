@@ -14,14 +14,22 @@ struct StoreTransaction {
     private var reset: LocalChanges.RecordReset?
     private var cursor: LocalChanges.CursorChange?
     private var boundUser: String?
+    private(set) var refused: [Int64: RefusedChange]
+    private var refusalsWritten: Set<Int64> = []
+    private var refusalsRemoved: Set<Int64> = []
+    private var syncedAt: Date?
     /// Events to report once the transaction is committed.
     var events: [SyncEvent] = []
 
-    init(store: any LocalStore, outbox: OutboxState, metadata: StoreMetadata) {
+    init(store: any LocalStore, state: EngineState) {
         self.store = store
-        self.outbox = outbox
-        self.metadata = metadata
+        self.outbox = state.outbox
+        self.metadata = state.metadata
+        self.refused = state.refused
     }
+
+    /// The engine's state once this transaction is committed.
+    var state: EngineState { EngineState(outbox: outbox, metadata: metadata, refused: refused) }
 
     /// The change set to commit; the outbox's own record of changes is emptied into it.
     mutating func takeChanges() -> LocalChanges {
@@ -42,6 +50,11 @@ struct StoreTransaction {
             changes.nextOutboxID = outbox.nextID
         }
         changes.userID = boundUser
+        changes.upsertedRefusals = refusalsWritten.sorted().compactMap { refused[$0] }
+        changes.removedRefusalIDs = refusalsRemoved.sorted()
+        changes.lastSyncedAt = syncedAt
+        refusalsWritten = []
+        refusalsRemoved = []
         return changes
     }
 
@@ -84,6 +97,27 @@ struct StoreTransaction {
     mutating func bind(user: String) {
         metadata.userID = user
         boundUser = user
+    }
+
+    /// The copy reached the end of the feed at `time`.
+    mutating func markSynced(at time: Date) {
+        let stored = Date(locifyMilliseconds: time.locifyMilliseconds)  // as the store keeps it
+        metadata.lastSyncedAt = stored
+        syncedAt = stored
+    }
+
+    /// Keeps a change the server refused, for the app to retry or discard.
+    mutating func refuse(_ change: RefusedChange) {
+        refused[change.id] = change
+        refusalsWritten.insert(change.id)
+        refusalsRemoved.remove(change.id)
+    }
+
+    /// Drops a refused change (retried or discarded).
+    mutating func resolveRefusal(_ id: Int64) {
+        guard refused.removeValue(forKey: id) != nil else { return }
+        refusalsWritten.remove(id)
+        refusalsRemoved.insert(id)
     }
 
     mutating func enqueue(_ change: PushChange, serverMayKnow: Bool, inFlight: Set<Int64>) {
@@ -156,4 +190,12 @@ extension Location {
         if at.locifyMilliseconds > updatedAt.locifyMilliseconds { moved.updatedAt = at }
         return moved
     }
+}
+
+/// What the engine holds of its store's committed state: the outbox, the metadata and the refused
+/// changes (the records are read from the store as needed).
+struct EngineState {
+    var outbox: OutboxState
+    var metadata: StoreMetadata
+    var refused: [Int64: RefusedChange]
 }

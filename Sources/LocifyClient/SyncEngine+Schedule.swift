@@ -24,6 +24,7 @@ extension SyncEngine {
         // Swapped before any suspension, so that two calls at once leave one schedule running.
         let previous = self.scheduler
         self.scheduler = scheduler
+        watchConnectivity(schedule.connectivity)
         await previous?.stop()
         await scheduler.start()
         return scheduler
@@ -34,7 +35,19 @@ extension SyncEngine {
     public func stop() async {
         guard let scheduler else { return }
         self.scheduler = nil
+        watchConnectivity(nil)
         await scheduler.stop()
+    }
+
+    /// Shows the connectivity's readings in the status (``SyncStatus/Activity/offline``).
+    private func watchConnectivity(_ connectivity: (any Connectivity)?) {
+        connectivityWatch?.cancel()
+        connectivityWatch = connectivity.map { connectivity in
+            let updates = connectivity.updates()
+            return Task { [weak self] in
+                for await online in updates { await self?.connectivityChanged(online: online) }
+            }
+        }
     }
 
     /// Tells the schedule whether the app is in the foreground (SwiftUI: from `scenePhase`).

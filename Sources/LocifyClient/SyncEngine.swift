@@ -27,12 +27,15 @@ public actor SyncEngine {
     /// ones fail the sync (default 5, 0 never waits).
     public var maxRetryAfter = 5
 
-    /// The outbox and metadata as committed (loaded from the store at first use).
-    private var state: (outbox: OutboxState, metadata: StoreMetadata)?
+    /// The outbox, metadata and refused changes as committed (loaded from the store at first use).
+    private var state: EngineState?
     private var inFlight: Set<Int64> = []
     private(set) var isSyncing = false
     private var syncWaiters: [CheckedContinuation<Void, Never>] = []
     private var subscribers: [UUID: AsyncStream<SyncEvent>.Continuation] = [:]
+    var statusSubscribers: [UUID: AsyncStream<SyncStatus>.Continuation] = [:]
+    /// What a status view shows (SyncStatus.swift): ``statusUpdates()`` publishes each change.
+    public internal(set) var status = SyncStatus()
     private(set) var info: ServerInfo?
     /// The latest time this engine stamped an edit with: each new edit gets a later one.
     private var lastStamp: Int64 = .min
@@ -40,6 +43,8 @@ public actor SyncEngine {
     var live = LiveModeState()
     /// The scheduler ``start(_:)`` runs (SyncEngine+Schedule.swift), told of each local edit.
     var scheduler: SyncScheduler?
+    /// Follows the schedule's connectivity for the status.
+    var connectivityWatch: Task<Void, Never>?
 
     /// - Parameters:
     ///   - api: the server.
@@ -66,20 +71,28 @@ public actor SyncEngine {
     /// A new stream of what the engine does while syncing. Each call makes its own stream; it ends
     /// when the consumer stops iterating.
     public func events() -> AsyncStream<SyncEvent> {
-        let id = UUID()
         let (stream, continuation) = AsyncStream<SyncEvent>.makeStream(bufferingPolicy: .bufferingNewest(1000))
-        subscribers[id] = continuation
+        subscribers[subscribe(continuation)] = continuation
+        return stream
+    }
+
+    /// A key for a new subscriber's `continuation`, which forgets it when its consumer stops.
+    func subscribe<Element>(_ continuation: AsyncStream<Element>.Continuation) -> UUID {
+        let id = UUID()
         continuation.onTermination = { [weak self] _ in
             Task { await self?.unsubscribe(id) }
         }
-        return stream
+        return id
     }
 
     private func unsubscribe(_ id: UUID) {
         subscribers[id] = nil
+        statusSubscribers[id] = nil
     }
 
+    /// Reports `event` to the subscribers, and what it changes to the status.
     func emit(_ event: SyncEvent) {
+        updateStatus { $0.apply(event, pending: state?.outbox.count ?? 0) }
         for continuation in subscribers.values { continuation.yield(event) }
     }
 
@@ -125,7 +138,7 @@ public actor SyncEngine {
             LocalSnapshot(
                 categories: Dictionary(uniqueKeysWithValues: try store.categories().map { ($0.id, $0) }),
                 locations: Dictionary(uniqueKeysWithValues: try store.locations(LocalQuery()).map { ($0.id, $0) }),
-                outbox: state.outbox.ordered, metadata: state.metadata)
+                outbox: state.outbox.ordered, refused: state.refused.values.sorted { $0.id < $1.id }, metadata: state.metadata)
         }
     }
 
@@ -135,9 +148,15 @@ public actor SyncEngine {
     /// - Returns: the record as stored locally.
     @discardableResult
     public func saveCategory(id: UUID = UUID(), name: String, icon: String? = nil) async throws -> Category {
+        try saveCategory(id: id, name: name, icon: icon, resolving: nil)
+    }
+
+    /// ``saveCategory(id:name:icon:)``, dropping refused change `resolving` in the same commit.
+    @discardableResult
+    func saveCategory(id: UUID, name: String, icon: String?, resolving: Int64?) throws -> Category {
         let fields = try Self.checked { () throws(RuleViolation) in try CategoryFields(name: name, icon: icon) }
         let name = fields.name, icon = fields.icon
-        var transaction = try begin()
+        var transaction = try begin(resolving: resolving)
         let existing = try transaction.category(id)
         let at = stamp(after: existing?.updatedAt)
         var category = existing ?? Category(id: id, name: name, icon: icon, createdAt: at, updatedAt: at)
@@ -157,12 +176,18 @@ public actor SyncEngine {
     /// - Returns: the record as stored locally.
     @discardableResult
     public func saveLocation(_ draft: LocationDraft) async throws -> Location {
+        try saveLocation(draft, resolving: nil)
+    }
+
+    /// ``saveLocation(_:)``, dropping refused change `resolving` in the same commit.
+    @discardableResult
+    func saveLocation(_ draft: LocationDraft, resolving: Int64?) throws -> Location {
         let fields = try Self.checked { () throws(RuleViolation) in
             try LocationFields(
                 name: draft.name, address: draft.address, description: draft.description, latitude: draft.latitude,
                 longitude: draft.longitude, isFavorite: draft.isFavorite, imageURLs: draft.imageURLs)
         }
-        var transaction = try begin()
+        var transaction = try begin(resolving: resolving)
         let categoryIsLive = try transaction.category(draft.categoryID) != nil
         try Self.checked { () throws(RuleViolation) in try LocationRules.checkCategory(isLive: categoryIsLive) }
         let existing = try transaction.location(draft.id)
@@ -195,7 +220,13 @@ public actor SyncEngine {
     /// - Returns: the deletion's time (its `deleted_at` once the server applies it).
     @discardableResult
     public func deleteLocation(id: UUID) async throws -> Date {
-        var transaction = try begin()
+        try deleteLocation(id: id, resolving: nil)
+    }
+
+    /// ``deleteLocation(id:)``, dropping refused change `resolving` in the same commit.
+    @discardableResult
+    func deleteLocation(id: UUID, resolving: Int64?) throws -> Date {
+        var transaction = try begin(resolving: resolving)
         guard let existing = try transaction.location(id) else {
             throw LocifyError(RuleViolation.notFound("location"))
         }
@@ -212,10 +243,16 @@ public actor SyncEngine {
     /// - Returns: the deletion's time.
     @discardableResult
     public func deleteCategory(id: UUID, reassignTo: UUID? = nil) async throws -> Date {
+        try deleteCategory(id: id, reassignTo: reassignTo, resolving: nil)
+    }
+
+    /// ``deleteCategory(id:reassignTo:)``, dropping refused change `resolving` in the same commit.
+    @discardableResult
+    func deleteCategory(id: UUID, reassignTo: UUID?, resolving: Int64?) throws -> Date {
         if let reassignTo {
             try Self.checked { () throws(RuleViolation) in try CategoryRules.checkReassignTarget(reassignTo, deleting: id) }
         }
-        var transaction = try begin()
+        var transaction = try begin(resolving: resolving)
         guard let existing = try transaction.category(id) else {
             throw LocifyError(RuleViolation.unknownCategory)
         }
@@ -251,6 +288,7 @@ public actor SyncEngine {
         }
         state = nil
         inFlight = []
+        updateStatus { $0 = SyncStatus() }
     }
 
     // MARK: Sync
@@ -263,6 +301,7 @@ public actor SyncEngine {
     public func sync() async throws -> SyncReport {
         await acquireSyncTurn()
         defer { releaseSyncTurn() }
+        _ = try? loaded()  // the pending count the progress starts from
         emit(.started)
         var report = SyncReport()
         do {
@@ -424,6 +463,10 @@ public actor SyncEngine {
                 counts.rejected += 1
                 let error = result.error ?? .unexpectedResponse(status: 200, body: "error result without error")
                 transaction.events.append(.changeRejected(entry.change, error))
+                transaction.refuse(
+                    RefusedChange(
+                        id: entry.id, change: entry.change,
+                        error: error.serverError ?? ServerError(status: 0, code: "", message: String(describing: error)), refusedAt: clock()))
                 var keys = [entry.key]
                 if let target = entry.reassignTarget { keys.append(RecordKey(kind: .category, id: target)) }
                 for key in keys {
@@ -620,6 +663,7 @@ public actor SyncEngine {
         // snapshot, so that its end still drops what the snapshot did not hold (a record this
         // device pushed and another deleted before the snapshot began appears in no page).
         if !progress.isFirstPull || !last.hasMore { transaction.setCursor(last.cursor) }
+        if !last.hasMore { transaction.markSynced(at: clock()) }
         try commit(&transaction)
         for page in progress.held {
             report.pulled += page.changes.count
@@ -688,11 +732,14 @@ public actor SyncEngine {
         }
     }
 
-    func loaded() throws -> (outbox: OutboxState, metadata: StoreMetadata) {
+    func loaded() throws -> EngineState {
         if let state { return state }
-        let (entries, metadata) = try reading { store in (try store.outbox(), try store.metadata()) }
-        let loaded = (OutboxState(entries, nextID: metadata.nextOutboxID), metadata)
+        let (entries, metadata, refused) = try reading { store in (try store.outbox(), try store.metadata(), try store.refusedChanges()) }
+        let loaded = EngineState(
+            outbox: OutboxState(entries, nextID: metadata.nextOutboxID), metadata: metadata,
+            refused: Dictionary(refused.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last }))
         state = loaded
+        updateStatus(from: loaded)
         // Edits after a relaunch are stamped after the ones still queued.
         if let latest = entries.compactMap({ $0.change.updatedAt?.locifyMilliseconds }).max() {
             lastStamp = max(lastStamp, latest)
@@ -704,16 +751,19 @@ public actor SyncEngine {
     /// does not copy it (a copy per edit cost time in proportion to the pending changes: half of
     /// an edit's time with 5,000 of them); ``commit(_:)`` gives it back, and a transaction dropped
     /// by an error leaves it to be reloaded from the store, which holds the truth.
-    private func begin() throws -> StoreTransaction {
+    /// `resolving` is a refused change the transaction drops.
+    func begin(resolving: Int64? = nil) throws -> StoreTransaction {
         let current = try loaded()
         state = nil
-        return StoreTransaction(store: store, outbox: current.outbox, metadata: current.metadata)
+        var transaction = StoreTransaction(store: store, state: current)
+        if let resolving { transaction.resolveRefusal(resolving) }
+        return transaction
     }
 
     /// Commits `transaction` to the store in one atomic change and makes it the current state,
     /// then reports its events. A store failure changes nothing (the next use reloads from the
     /// store) and is thrown as ``LocifyError/storeFailed(_:)``.
-    private func commit(_ transaction: inout StoreTransaction) throws {
+    func commit(_ transaction: inout StoreTransaction) throws {
         let changes = transaction.takeChanges()
         if !changes.isEmpty {
             do {
@@ -723,7 +773,9 @@ public actor SyncEngine {
                 throw LocifyError.storeFailed(String(describing: error))
             }
         }
-        state = (transaction.outbox, transaction.metadata)
+        let committed = transaction.state
+        state = committed
+        updateStatus(from: committed)
         for event in transaction.events { emit(event) }
         if changes.upsertedOutbox.contains(where: { !$0.attempted }) {
             live.editSignal?.yield()

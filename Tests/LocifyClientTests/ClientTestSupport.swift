@@ -192,5 +192,6 @@ extension InMemoryWrapper {
     func locations(_ query: LocalQuery) throws -> [Location] { try inner.locations(query) }
     func locationIDs(inCategory id: UUID) throws -> [UUID] { try inner.locationIDs(inCategory: id) }
     func outbox() throws -> [OutboxEntry] { try inner.outbox() }
+    func refusedChanges() throws -> [RefusedChange] { try inner.refusedChanges() }
     func erase() throws { try inner.erase() }
 }

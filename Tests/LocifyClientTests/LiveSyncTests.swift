@@ -12,21 +12,12 @@ import TestSupportServer
 
 /// A store that notes when each location version (by name: every write in these tests names it
 /// uniquely) first reached it: the moment a change shows on the device.
-final class ArrivalStore: LocalStore, Sendable {
-    private let base = InMemoryStore()
+final class ArrivalStore: InMemoryWrapper, Sendable {
+    let inner = InMemoryStore()
     private let arrivals = Mutex<[String: ContinuousClock.Instant]>([:])
 
-    func metadata() throws -> StoreMetadata { try base.metadata() }
-    func category(id: UUID) throws -> Category? { try base.category(id: id) }
-    func location(id: UUID) throws -> Location? { try base.location(id: id) }
-    func categories() throws -> [Category] { try base.categories() }
-    func locations(_ query: LocalQuery) throws -> [Location] { try base.locations(query) }
-    func locationIDs(inCategory id: UUID) throws -> [UUID] { try base.locationIDs(inCategory: id) }
-    func outbox() throws -> [OutboxEntry] { try base.outbox() }
-    func erase() throws { try base.erase() }
-
     func commit(_ changes: LocalChanges) throws {
-        try base.commit(changes)
+        try inner.commit(changes)
         let now = ContinuousClock.now
         arrivals.withLock { arrivals in
             for location in changes.upsertedLocations where arrivals[location.name] == nil { arrivals[location.name] = now }

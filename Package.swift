@@ -190,9 +190,11 @@ let package = Package(
         .executableTarget(
             name: "JSONBenchmark", dependencies: ["JSON"], path: "bench/json", exclude: ["run"], swiftSettings: strictSettings),
         // The Swift client apps use (issue 17): Foundation, the rules it shares with the server
-        // (LocifyRules) and GRDB (its SQLiteStore), and no unsafe flags, so that an app can depend
-        // on this package's `LocifyClient` product.
-        .target(name: "LocifyClient", dependencies: ["LocifyRules", .product(name: "GRDB", package: "GRDB.swift")]),
+        // (LocifyRules), GRDB (its SQLiteStore) and swift-log (its logging hook), and no unsafe
+        // flags, so that an app can depend on this package's `LocifyClient` product.
+        .target(
+            name: "LocifyClient",
+            dependencies: ["LocifyRules", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
         // bench/client/run: LocifyClient on the 100,000-location account of bench/scale.
         .executableTarget(
             name: "LocifyClientBenchmark", dependencies: ["LocifyClient"], path: "bench/client", exclude: ["run"],

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -6,7 +7,9 @@ import FoundationNetworking
 
 /// The Locify REST API, one async method per `/v1` endpoint. Stateless and `Sendable`: share
 /// one instance. Every request carries a Firebase ID token from the app's ``TokenProvider``; a 401
-/// asks it once more with `forceRefresh: true` and retries once.
+/// asks it once more with `forceRefresh: true` and retries once. Each request carries a fresh
+/// `X-Request-Id` (the server logs it), kept in the errors it ends with (``LocifyError/requestID``);
+/// ``logger`` is told of every request and failure.
 ///
 /// ```swift
 /// let api = LocifyAPIClient(baseURL: URL(string: "https://api.example.com")!) { forceRefresh in
@@ -24,20 +27,32 @@ public struct LocifyAPIClient: Sendable {
     let token: TokenProvider
     /// Seconds before a request without an answer fails with ``LocifyError/network(_:)``.
     public var timeout: TimeInterval
+    /// Where the client and its ``SyncEngine`` log (swift-log): each request at `debug`, refused
+    /// requests at `notice`, network failures at `warning`, syncs at `info`. Silent by default.
+    public var logger: Logger
 
     /// - Parameters:
     ///   - baseURL: the server's root, e.g. `https://api.locify.app`.
     ///   - session: the URLSession to use (default: an ephemeral one without a cache).
     ///   - timeout: seconds per request (default 30).
+    ///   - logger: where to log (default: nowhere).
     ///   - token: the app's ID-token source (Firebase's `getIDToken(forcingRefresh:)`).
     public init(
-        baseURL: URL, session: URLSession? = nil, timeout: TimeInterval = 30, token: @escaping TokenProvider
+        baseURL: URL, session: URLSession? = nil, timeout: TimeInterval = 30, logger: Logger = LocifyAPIClient.silentLogger,
+        token: @escaping TokenProvider
     ) {
         self.baseURL = baseURL
         self.session = session ?? Self.defaultSession()
         self.timeout = timeout
+        self.logger = logger
         self.token = token
     }
+
+    /// A logger that drops everything (the default).
+    public static let silentLogger = Logger(label: "LocifyClient") { _ in SwiftLogNoOpLogHandler() }
+
+    /// A new `X-Request-Id`: a UUID, which the server keeps as the request's id in its log.
+    static func newRequestID() -> String { UUID().uuidString.lowercased() }
 
     static func defaultSession() -> URLSession {
         let configuration = URLSessionConfiguration.ephemeral
@@ -170,12 +185,19 @@ public struct LocifyAPIClient: Sendable {
     func push(_ changes: [PushChange], asUser user: String?) async throws -> [PushResult] {
         struct Request: Encodable { var changes: [PushChange] }
         struct Response: Decodable { var results: [PushResult] }
-        let response: Response = try await decode(.post, "/v1/sync/push", body: Request(changes: changes), asUser: user)
+        let requestID = Self.newRequestID()
+        let response: Response = try await decode(
+            .post, "/v1/sync/push", body: Request(changes: changes), asUser: user, requestID: requestID)
         guard response.results.count == changes.count else {
             throw LocifyError.unexpectedResponse(
                 status: 200, body: "\(response.results.count) results for \(changes.count) changes")
         }
-        return response.results
+        // A change's refusal keeps the id of the request that carried it.
+        return response.results.map { result in
+            var result = result
+            result.error = result.error?.withRequestID(requestID)
+            return result
+        }
     }
 
     /// `GET /v1/sync/changes`: without `since` a snapshot, with it the changes after that cursor.
@@ -269,7 +291,7 @@ extension LocifyAPIClient {
 
     func decode<Response: Decodable, Body: Encodable>(
         _ method: Method, _ path: String, query: [(String, String)] = [], body: Body?, kind: RecordKind? = nil,
-        asUser user: String? = nil
+        asUser user: String? = nil, requestID: String = newRequestID()
     ) async throws -> Response {
         let encoded: Data?
         do {
@@ -277,7 +299,7 @@ extension LocifyAPIClient {
         } catch {
             throw LocifyError.unexpectedResponse(status: 0, body: "request not encodable: \(error)")
         }
-        let data = try await send(method, path, query: query, body: encoded, kind: kind, asUser: user)
+        let data = try await send(method, path, query: query, body: encoded, kind: kind, asUser: user, requestID: requestID)
         do {
             return try JSONCoding.decoder.decode(Response.self, from: data)
         } catch {
@@ -300,10 +322,10 @@ extension LocifyAPIClient {
 
     /// Sends one request with a token, refreshing the token once on 401, and returns the body of
     /// a 2xx answer; anything else is thrown as a ``LocifyError``. With `user`, a token of another
-    /// user is never sent.
+    /// user is never sent. `requestID` is the `X-Request-Id` sent (a retry after a 401 keeps it).
     func send(
         _ method: Method, _ path: String, query: [(String, String)] = [], body: Data? = nil, kind: RecordKind? = nil,
-        asUser user: String? = nil
+        asUser user: String? = nil, requestID: String = newRequestID()
     ) async throws -> Data {
         var forceRefresh = false
         while true {
@@ -312,13 +334,27 @@ extension LocifyAPIClient {
             if let user, let tokenUser = Self.subject(ofToken: token), tokenUser != user {
                 throw LocifyError.wrongAccount(storeUser: user, tokenUser: tokenUser)
             }
-            let request = try makeRequest(method, path, query: query, body: body, token: token)
-            let (data, response) = try await perform(request)
+            var request = try makeRequest(method, path, query: query, body: body, token: token)
+            request.setValue(requestID, forHTTPHeaderField: "X-Request-Id")
+            let data: Data, response: HTTPURLResponse
+            do {
+                (data, response) = try await perform(request, requestID: requestID)
+            } catch let error as LocifyError {
+                if case .network(let failure) = error {
+                    logger.warning(
+                        "\(method.rawValue) \(path) failed: \(failure.message)",
+                        metadata: ["request_id": "\(requestID)", "url_error_code": "\(failure.code.map { "\($0.rawValue)" } ?? "none")"])
+                }
+                throw error
+            }
+            logger.debug("\(method.rawValue) \(path) \(response.statusCode)", metadata: ["request_id": "\(requestID)"])
             if (200..<300).contains(response.statusCode) { return data }
             let error = LocifyError.decode(
                 status: response.statusCode, body: data, kind: kind,
-                requestID: response.value(forHTTPHeaderField: "X-Request-Id"),
+                requestID: response.value(forHTTPHeaderField: "X-Request-Id") ?? requestID,
                 retryAfter: response.value(forHTTPHeaderField: "Retry-After").flatMap { Int($0) })
+            logger.notice(
+                "\(method.rawValue) \(path) refused: \(response.statusCode) \(error.code ?? "no code")", metadata: ["request_id": "\(requestID)"])
             if response.statusCode == 401, !forceRefresh {
                 forceRefresh = true
                 continue
@@ -359,21 +395,24 @@ extension LocifyAPIClient {
     }
 
     /// One round trip; cancelling the calling task cancels the request.
-    private func perform(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+    private func perform(_ request: URLRequest, requestID: String) async throws -> (Data, HTTPURLResponse) {
         let box = TaskBox()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, HTTPURLResponse), any Error>) in
                 let task = session.dataTask(with: request) { data, response, error in
                     if let error {
-                        if (error as? URLError)?.code == .cancelled {
+                        let code = (error as? URLError)?.code
+                        if code == .cancelled {
                             continuation.resume(throwing: LocifyError.cancelled)
                         } else {
-                            continuation.resume(throwing: LocifyError.network(error.localizedDescription))
+                            continuation.resume(
+                                throwing: LocifyError.network(NetworkFailure(code: code, message: error.localizedDescription, requestID: requestID)))
                         }
                     } else if let http = response as? HTTPURLResponse {
                         continuation.resume(returning: (data ?? Data(), http))
                     } else {
-                        continuation.resume(throwing: LocifyError.network("the response is not HTTP"))
+                        continuation.resume(
+                            throwing: LocifyError.network(NetworkFailure(code: nil, message: "the response is not HTTP", requestID: requestID)))
                     }
                 }
                 if !box.start(task) { continuation.resume(throwing: LocifyError.cancelled) }

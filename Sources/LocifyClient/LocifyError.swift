@@ -70,9 +70,10 @@ public enum LocifyError: Error, Sendable, Hashable {
     case unknownCode(ServerError)
     /// The answer was not what the contract promises (status and the start of the body).
     case unexpectedResponse(status: Int, body: String)
-    /// The request did not complete (no connection, connection lost, timeout). A write may or
-    /// may not have been applied: replaying it is safe.
-    case network(String)
+    /// The request did not complete (no connection, connection lost, timeout): the `URLError`
+    /// code, its message and the request's id. A write may or may not have been applied: replaying
+    /// it is safe.
+    case network(NetworkFailure)
     /// The calling task was cancelled.
     case cancelled
     /// The app's token closure threw (e.g. no signed-in user); the request was not sent.
@@ -86,6 +87,23 @@ public enum LocifyError: Error, Sendable, Hashable {
 
     /// The contract's error code, when the server gave one.
     public var code: String? { serverError?.code }
+
+    /// The `X-Request-Id` of the request that failed (the server's log line has it), when one was sent.
+    public var requestID: String? {
+        if case .network(let failure) = self { return failure.requestID }
+        return serverError?.requestID
+    }
+
+    /// This error with `requestID` in its server error, when it has one and no id yet.
+    func withRequestID(_ requestID: String) -> LocifyError {
+        guard var error = serverError, error.requestID == nil else { return self }
+        error.requestID = requestID
+        switch self {
+        case .conflict(_, let record): return .conflict(error, serverRecord: record)
+        case .rateLimited(_, let seconds), .unavailable(_, let seconds): return LocifyError(error, retryAfter: seconds)
+        default: return LocifyError(error)
+        }
+    }
 
     /// The server's error body, when there was one.
     public var serverError: ServerError? {
@@ -191,5 +209,23 @@ extension LocifyError {
             break
         }
         self.init(ServerError(status: violation.code.httpStatus, code: violation.code.rawValue, message: violation.message, details: details))
+    }
+}
+
+/// Why a request did not complete (``LocifyError/network(_:)``).
+public struct NetworkFailure: Sendable, Hashable {
+    /// The `URLError` code (`.notConnectedToInternet`, `.timedOut`, `.networkConnectionLost`...),
+    /// nil when the failure was not a `URLError`.
+    public var code: URLError.Code?
+    /// The system's description, for logs.
+    public var message: String
+    /// The `X-Request-Id` the request was sent with.
+    public var requestID: String?
+
+    /// A failure with this code, message and request id.
+    public init(code: URLError.Code?, message: String, requestID: String? = nil) {
+        self.code = code
+        self.message = message
+        self.requestID = requestID
     }
 }

@@ -90,9 +90,10 @@ public actor SyncEngine {
         statusSubscribers[id] = nil
     }
 
-    /// Reports `event` to the subscribers, and what it changes to the status.
+    /// Reports `event` to the subscribers and the log, and what it changes to the status.
     func emit(_ event: SyncEvent) {
         updateStatus { $0.apply(event, pending: state?.outbox.count ?? 0) }
+        event.log(to: api.logger)
         for continuation in subscribers.values { continuation.yield(event) }
     }
 

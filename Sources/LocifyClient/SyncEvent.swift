@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// What a ``SyncEngine`` reports while it syncs (``SyncEngine/events()``).
 public enum SyncEvent: Sendable, Hashable {
@@ -50,4 +51,26 @@ public struct SyncReport: Sendable, Hashable {
 
     /// An empty report (every total 0); the engine fills it during a sync.
     public init() {}
+}
+
+extension SyncEvent {
+    /// Writes the event's log line (the engine's logging hook is its API client's `logger`): a
+    /// sync's end at `info`, settlements at `notice`, refusals and failures at `warning`, with the
+    /// failed request's `X-Request-Id`; progress at `debug`.
+    func log(to logger: Logger) {
+        switch self {
+        case .started, .pushed, .pulled, .resyncStarted:
+            logger.debug("sync: \(self)")
+        case .finished(let report):
+            logger.info("sync finished: \(report.pushed) pushed, \(report.pulled) pulled, \(report.conflicts) conflicts, \(report.rejected) refused")
+        case .conflictResolved, .restored, .unrecognized:
+            logger.notice("sync: \(self)")
+        case .changeRejected(let change, let error):
+            logger.warning(
+                "sync: \(change.action.rawValue) of \(change.kind.rawValue) \(change.recordID) refused: \(error)",
+                metadata: ["request_id": "\(error.requestID ?? "none")"])
+        case .failed(let error), .liveRetrying(let error, _):
+            logger.warning("sync failed: \(error)", metadata: ["request_id": "\(error.requestID ?? "none")"])
+        }
+    }
 }

@@ -177,7 +177,7 @@ struct ScheduleRig {
 /// Seconds of a pause, for messages.
 private func seconds(_ duration: Duration) -> Double { Double(duration / .milliseconds(1)) / 1000 }
 
-private let offline = LocifyError.network("offline")
+private let offline = LocifyError.network(NetworkFailure(code: .notConnectedToInternet, message: "offline"))
 
 @Suite("SyncScheduler: when start() syncs, on a hand-moved clock (issue 26 item 3)")
 struct SyncSchedulerTests {
@@ -387,7 +387,7 @@ struct SyncSchedulerTests {
         await rig.scheduler.start()
         defer { Task { await rig.scheduler.stop() } }
         rig.sync.answer(.failure(offline))
-        await #expect(throws: LocifyError.network("offline")) { try await rig.scheduler.refresh() }
+        await #expect(throws: offline) { try await rig.scheduler.refresh() }
         #expect(await rig.settled(calls: 1))
         #expect(await rig.planned(.retry, in: .seconds(1)))
         var report = SyncReport()

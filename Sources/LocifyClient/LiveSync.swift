@@ -65,6 +65,8 @@ struct LiveModeState {
     var waiters: [CheckedContinuation<Void, Never>] = []
     var editSignal: AsyncStream<Void>.Continuation?
     var turns: UInt64 = 0
+    /// The running live mode's work, which ``SyncEngine/signOut(discardingUnsyncedChanges:)`` cancels.
+    var work: Task<Void, Never>?
 }
 
 extension SyncEngine {
@@ -96,12 +98,22 @@ extension SyncEngine {
             live.editSignal = nil
             releaseLiveTurn()
         }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.pushEdits(edits, settings) }
-            group.addTask { await self.followFeed(settings) }
-            // Either ends only when cancelled or for another account: then both end.
-            _ = await group.next()
-            group.cancelAll()
+        // A task of its own, so that sign-out can end it whoever started it.
+        let work = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await self.pushEdits(edits, settings) }
+                group.addTask { await self.followFeed(settings) }
+                // Either ends only when cancelled or for another account: then both end.
+                _ = await group.next()
+                group.cancelAll()
+            }
+        }
+        live.work = work
+        defer { live.work = nil }
+        await withTaskCancellationHandler {
+            await work.value
+        } onCancel: {
+            work.cancel()
         }
     }
 

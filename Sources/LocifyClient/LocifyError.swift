@@ -84,6 +84,9 @@ public enum LocifyError: Error, Sendable, Hashable {
     /// The local store belongs to another user than the current token's: nothing was sent
     /// (sign the other user out, or ``SyncEngine/reset()`` the store).
     case wrongAccount(storeUser: String, tokenUser: String)
+    /// ``SyncEngine/signOut(discardingUnsyncedChanges:)`` erased nothing: this many local changes
+    /// could not be pushed first.
+    case unsyncedChanges(Int)
 
     /// The contract's error code, when the server gave one.
     public var code: String? { serverError?.code }
@@ -115,7 +118,7 @@ public enum LocifyError: Error, Sendable, Hashable {
             return error
         case .conflict(let error, _), .rateLimited(let error, _), .unavailable(let error, _):
             return error
-        case .unexpectedResponse, .network, .cancelled, .tokenUnavailable, .storeFailed, .wrongAccount:
+        case .unexpectedResponse, .network, .cancelled, .tokenUnavailable, .storeFailed, .wrongAccount, .unsyncedChanges:
             return nil
         }
     }

@@ -54,11 +54,26 @@ public final class SQLiteStore: LocalStore, Sendable {
             // A bulk load cut short (the app killed during its first sync) left its indexes out.
             try database.write { try Self.createListingIndexes($0) }
             checkpointer = try Checkpointer(path: path)
+            try Self.protect(path)
         } catch let error as LocifyError {
             throw error
         } catch {
             throw LocifyError.storeFailed("cannot open the store at \(path): \(error)")
         }
+    }
+
+    /// Files SQLite keeps for the database at `path`.
+    static func files(of path: String) -> [String] { ["", "-wal", "-shm"].map { path + $0 } }
+
+    /// On Apple platforms, the store's files are readable once the device was first unlocked after
+    /// a restart, and not before (`.completeUntilFirstUserAuthentication`): background syncs still
+    /// run while the device is locked.
+    private static func protect(_ path: String) throws {
+        #if canImport(Darwin)
+        for file in files(of: path) where FileManager.default.fileExists(atPath: file) {
+            try FileManager.default.setAttributes([.protectionKey: FileProtectionType.completeUntilFirstUserAuthentication], ofItemAtPath: file)
+        }
+        #endif
     }
 
     /// The schema, one migration per version. Never edit a shipped migration: add one.

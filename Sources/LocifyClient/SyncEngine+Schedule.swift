@@ -31,7 +31,7 @@ extension SyncEngine {
     }
 
     /// Stops the schedule ``start(_:)`` began: nothing planned runs, a running sync is cancelled,
-    /// live mode ends. Call it at sign-out, before ``reset()``.
+    /// live mode ends. ``signOut(discardingUnsyncedChanges:)`` calls it.
     public func stop() async {
         guard let scheduler else { return }
         self.scheduler = nil

@@ -37,6 +37,8 @@ public actor SyncEngine {
     /// What a status view shows (SyncStatus.swift): ``statusUpdates()`` publishes each change.
     public internal(set) var status = SyncStatus()
     private(set) var info: ServerInfo?
+    /// How many times the store was erased (``reset()``).
+    private var erasures: UInt64 = 0
     /// The latest time this engine stamped an edit with: each new edit gets a later one.
     private var lastStamp: Int64 = .min
     /// Live mode's state (LiveSync.swift): whether it runs, its edit signal, the sync turns taken.
@@ -277,8 +279,30 @@ public actor SyncEngine {
         return at
     }
 
-    /// Erases the local copy, its outbox (pending changes are lost) and its user, after a store
-    /// failure or at sign-out; the next ``sync()`` starts again from a snapshot.
+    /// Signs the user out of this device: stops syncing (the schedule, live mode, a running sync),
+    /// then erases the store (records, outbox, refused changes, cursor and the user it belonged
+    /// to), so the next user starts from an empty store and nothing of this one stays on the
+    /// device. (The store is cleared rather than kept encrypted per user: the server holds the
+    /// data, and a store left behind would be readable by whoever uses the device next.)
+    ///
+    /// Changes not yet pushed would be lost: unless `discardingUnsyncedChanges`, it first tries
+    /// one sync and, if changes remain (offline, a failure), throws
+    /// ``LocifyError/unsyncedChanges(_:)`` and erases nothing; the app then asks the user whether
+    /// to sign out anyway, and calls again with `discardingUnsyncedChanges: true`.
+    public func signOut(discardingUnsyncedChanges: Bool = false) async throws {
+        await stop()
+        live.work?.cancel()
+        if !discardingUnsyncedChanges, try !loaded().outbox.isEmpty {
+            _ = try? await sync()
+            let left = try loaded().outbox.count
+            if left > 0 { throw LocifyError.unsyncedChanges(left) }
+        }
+        try await reset()
+    }
+
+    /// Erases the local copy, its outbox (pending changes are lost), its refused changes and its
+    /// user, after a store failure (``signOut(discardingUnsyncedChanges:)`` also stops syncing
+    /// first); the next ``sync()`` starts again from a snapshot.
     public func reset() async throws {
         await acquireSyncTurn()
         defer { releaseSyncTurn() }
@@ -289,6 +313,7 @@ public actor SyncEngine {
         }
         state = nil
         inFlight = []
+        erasures &+= 1
         updateStatus { $0 = SyncStatus() }
     }
 
@@ -300,12 +325,17 @@ public actor SyncEngine {
     /// requests or aborts the request in flight (``LocifyError/cancelled``).
     @discardableResult
     public func sync() async throws -> SyncReport {
+        let erasure = erasures
         await acquireSyncTurn()
         defer { releaseSyncTurn() }
         _ = try? loaded()  // the pending count the progress starts from
         emit(.started)
         var report = SyncReport()
         do {
+            // A sync asked for before a sign-out (or reset) that ran first, or cancelled while it
+            // waited, does nothing: it would bind the empty store to the old token's user.
+            if erasures != erasure { throw LocifyError.cancelled }
+            try Self.checkCancellation()
             let user = try await boundUser()
             let limits = try await serverInfo()
             try await pushAll(limit: max(limits.maxPushChanges, 1), user: user, report: &report)

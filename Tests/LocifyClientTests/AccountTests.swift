@@ -1,0 +1,74 @@
+import Foundation
+import LocifyClient
+import Synchronization
+import Testing
+import TestSupport
+import TestSupportServer
+
+/// Accounts (issue 26 item 4): sign-out stops syncing and clears the store without losing an edit
+/// silently; a store and its outbox belong to one user.
+@Suite("LocifyClient accounts: sign-out, a store bound to its user")
+struct AccountTests {
+    @Test("sign-out pushes what is pending, stops the schedule and live mode, and leaves an empty store for the next user")
+    func signOut() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let alice = ClientHarness(server, uid: "alice-\(UUID().uuidString.prefix(6))")
+        let bob = ClientHarness(server, uid: "bob-\(UUID().uuidString.prefix(6))")
+        let store = InMemoryStore()
+        let engine = SyncEngine(api: alice.api(), store: store)
+        let scheduler = await engine.start()
+        let live = engine.live()
+        #expect(await until(.seconds(60)) { await engine.status.lastSyncedAt != nil }, "live mode has caught up")
+        try await engine.saveCategory(name: "Alice's")
+        try await engine.signOut()
+        #expect(try await alice.api().allCategories().map(\.name).contains("Alice's"), "pushed before the store was cleared")
+        #expect(store.contents == LocalSnapshot(), "nothing of Alice stays on the device")
+        #expect(await scheduler.nextAttempt == nil, "the schedule plans nothing more")
+        await live.value  // live mode ended with the sign-out
+        #expect(await engine.status.pendingChanges == 0)
+
+        // Bob signs in on the same device: the store is his.
+        let asBob = SyncEngine(api: bob.api(), store: store)
+        try await asBob.saveCategory(name: "Bob's")
+        try await asBob.sync()
+        #expect(try await asBob.categories().map(\.name).allSatisfy { !$0.hasPrefix("Alice") })
+        #expect(store.contents.metadata.userID == bob.uid)
+    }
+
+    @Test("offline, sign-out erases nothing and says how many changes would be lost, unless told to discard them")
+    func signOutWithUnsyncedChanges() async throws {
+        let store = InMemoryStore()
+        let engine = SyncEngine(api: unreachableAPI(), store: store)
+        try await engine.saveCategory(name: "Not yet pushed")
+        await #expect(throws: LocifyError.unsyncedChanges(1)) { try await engine.signOut() }
+        #expect(store.contents.outbox.count == 1, "the edit is still there")
+        try await engine.signOut(discardingUnsyncedChanges: true)
+        #expect(store.contents == LocalSnapshot())
+    }
+
+    @Test("a token that turns into another user's never pushes the first user's outbox")
+    func tokenOfAnotherUser() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let alice = ClientHarness(server, uid: "alice-\(UUID().uuidString.prefix(6))")
+        let bob = ClientHarness(server, uid: "bob-\(UUID().uuidString.prefix(6))")
+        let signedIn = Mutex(alice.tokens)
+        let api = LocifyAPIClient(baseURL: alice.baseURL, timeout: 20) { forceRefresh in
+            try await signedIn.withLock { $0 }(forceRefresh)
+        }
+        let engine = SyncEngine(api: api, store: InMemoryStore())
+        try await engine.saveCategory(name: "Alice's first")
+        try await engine.sync()
+        try await engine.saveCategory(name: "Alice's second")
+        signedIn.withLock { $0 = bob.tokens }  // the app switched accounts without signing Alice out
+        await #expect {
+            try await engine.sync()
+        } throws: { error in
+            guard case LocifyError.wrongAccount(let storeUser, let tokenUser) = error else { return false }
+            return storeUser == alice.uid && tokenUser == bob.uid
+        }
+        #expect(try await bob.api().allCategories().allSatisfy { !$0.name.hasPrefix("Alice") })
+        #expect(try await engine.pendingChanges().count == 1, "Alice's edit stays queued for Alice")
+    }
+}

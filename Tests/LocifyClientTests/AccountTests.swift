@@ -13,8 +13,7 @@ struct AccountTests {
     func signOut() async throws {
         let server = try TestServer.start()
         defer { server.stop() }
-        let alice = ClientHarness(server, uid: "alice-\(UUID().uuidString.prefix(6))")
-        let bob = ClientHarness(server, uid: "bob-\(UUID().uuidString.prefix(6))")
+        let (alice, bob) = ClientHarness.twoUsers(server)
         let store = InMemoryStore()
         let engine = SyncEngine(api: alice.api(), store: store)
         let scheduler = await engine.start()
@@ -51,8 +50,7 @@ struct AccountTests {
     func tokenOfAnotherUser() async throws {
         let server = try TestServer.start()
         defer { server.stop() }
-        let alice = ClientHarness(server, uid: "alice-\(UUID().uuidString.prefix(6))")
-        let bob = ClientHarness(server, uid: "bob-\(UUID().uuidString.prefix(6))")
+        let (alice, bob) = ClientHarness.twoUsers(server)
         let signedIn = Mutex(alice.tokens)
         let api = LocifyAPIClient(baseURL: alice.baseURL, timeout: 20) { forceRefresh in
             try await signedIn.withLock { $0 }(forceRefresh)

@@ -21,6 +21,11 @@ struct ClientHarness: Sendable {
         self.uid = uid
     }
 
+    /// Harnesses of two users of `server`, Alice and Bob (for tests of one device, two accounts).
+    static func twoUsers(_ server: TestServer) -> (alice: ClientHarness, bob: ClientHarness) {
+        (ClientHarness(server, uid: "alice-\(UUID().uuidString.prefix(6))"), ClientHarness(server, uid: "bob-\(UUID().uuidString.prefix(6))"))
+    }
+
     var baseURL: URL {
         // safe because: the literal is a valid URL
         URL(string: "http://127.0.0.1:\(server.port)")!

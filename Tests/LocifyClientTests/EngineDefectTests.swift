@@ -127,8 +127,7 @@ struct EngineDefectTests {
     func storeBoundToItsUser() async throws {
         let server = try TestServer.start()
         defer { server.stop() }
-        let alice = ClientHarness(server, uid: "alice-\(UUID().uuidString.prefix(6))")
-        let bob = ClientHarness(server, uid: "bob-\(UUID().uuidString.prefix(6))")
+        let (alice, bob) = ClientHarness.twoUsers(server)
         let file = TemporaryStoreFile()
         defer { file.remove() }
         let asAlice = SyncEngine(api: alice.api(), store: try file.open())

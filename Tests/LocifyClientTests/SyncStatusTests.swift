@@ -16,6 +16,21 @@ func firstStatus(_ stream: AsyncStream<SyncStatus>, where condition: (SyncStatus
     return nil
 }
 
+/// Makes the server refuse `a`'s new places named `names` (E007): `b` deletes their category
+/// before `a` pushes them. Returns the places as `a` saved them.
+@discardableResult
+func refusePlaces(of a: SyncEngine, deletingOn b: SyncEngine, _ names: [String]) async throws -> [Location] {
+    let category = try await a.saveCategory(name: "Shared")
+    try await a.sync()
+    try await b.sync()
+    var places: [Location] = []
+    for name in names { places.append(try await a.saveLocation(LocationDraft(categoryID: category.id, name: name, latitude: 1, longitude: 2))) }
+    try await b.deleteCategory(id: category.id)
+    try await b.sync()
+    try await a.sync()
+    return places
+}
+
 /// SyncStatus (issue 26 item 1): published with replay, updated by edits, syncs, failures,
 /// connectivity and settlements; refused changes kept in the store, retried and discarded.
 @Suite("LocifyClient sync status: replayed status, progress, offline, refused changes")
@@ -107,14 +122,8 @@ struct SyncStatusTests {
         defer { file.remove() }
         let a = SyncEngine(api: harness.api(), store: try file.open())
         let b = SyncEngine(api: harness.api(), store: InMemoryStore())
-        let category = try await a.saveCategory(name: "Shared")
-        try await a.sync()
-        try await b.sync()
-        let orphan = try await a.saveLocation(LocationDraft(categoryID: category.id, name: "Orphan", latitude: 1, longitude: 2))
-        let second = try await a.saveLocation(LocationDraft(categoryID: category.id, name: "Second", latitude: 1, longitude: 2))
-        try await b.deleteCategory(id: category.id)
-        try await b.sync()
-        try await a.sync()
+        let places = try await refusePlaces(of: a, deletingOn: b, ["Orphan", "Second"])
+        let (orphan, second) = (places[0], places[1])
         var status = await a.status
         #expect(status.refusedChanges == 2)
         #expect(status.unseenRefusals == 2)
@@ -131,7 +140,7 @@ struct SyncStatusTests {
         #expect(try await relaunched.refusedChanges().count == 2)
 
         // The category comes back: the retry queues the place again and the push lands.
-        try await b.saveCategory(id: category.id, name: "Shared again")
+        try await b.saveCategory(id: orphan.categoryID, name: "Shared again")
         try await b.sync()
         try await relaunched.sync()
         try await relaunched.retryRefusedChange(id: refused[0].id)

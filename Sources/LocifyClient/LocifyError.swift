@@ -232,3 +232,21 @@ public struct NetworkFailure: Sendable, Hashable {
         self.requestID = requestID
     }
 }
+
+extension LocifyError: LocalizedError {
+    /// A sentence for a log or an alert's details: the server's code and message, the network's
+    /// reason, or what the app should do about an account or sign-out problem.
+    public var errorDescription: String? {
+        switch self {
+        case .network(let failure): return "The server could not be reached: \(failure.message)"
+        case .wrongAccount(let storeUser, let tokenUser):
+            return "This device's data belongs to user \(storeUser), not to the signed-in user \(tokenUser): sign \(storeUser) out first."
+        case .unsyncedChanges(let count): return "\(count) local changes are not synced yet: signing out now would lose them."
+        case .cancelled: return "Cancelled."
+        case .tokenUnavailable(let reason): return "No ID token: \(reason)"
+        case .storeFailed(let reason): return "The local store failed: \(reason)"
+        case .unexpectedResponse(let status, let body): return "Unexpected answer (HTTP \(status)): \(body)"
+        default: return serverError.map { "\($0.code): \($0.message)" }
+        }
+    }
+}

@@ -40,7 +40,8 @@ struct AccountTests {
         let store = InMemoryStore()
         let engine = SyncEngine(api: unreachableAPI(), store: store)
         try await engine.saveCategory(name: "Not yet pushed")
-        await #expect(throws: LocifyError.unsyncedChanges(1)) { try await engine.signOut() }
+        let refusal = await #expect(throws: LocifyError.unsyncedChanges(1)) { try await engine.signOut() }
+        #expect(refusal?.localizedDescription.contains("1 local changes are not synced yet") == true)
         #expect(store.contents.outbox.count == 1, "the edit is still there")
         try await engine.signOut(discardingUnsyncedChanges: true)
         #expect(store.contents == LocalSnapshot())
@@ -64,7 +65,7 @@ struct AccountTests {
             try await engine.sync()
         } throws: { error in
             guard case LocifyError.wrongAccount(let storeUser, let tokenUser) = error else { return false }
-            return storeUser == alice.uid && tokenUser == bob.uid
+            return storeUser == alice.uid && tokenUser == bob.uid && error.localizedDescription.contains("sign \(alice.uid) out first")
         }
         #expect(try await bob.api().allCategories().allSatisfy { !$0.name.hasPrefix("Alice") })
         #expect(try await engine.pendingChanges().count == 1, "Alice's edit stays queued for Alice")

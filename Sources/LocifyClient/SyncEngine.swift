@@ -47,6 +47,8 @@ public actor SyncEngine {
     var scheduler: SyncScheduler?
     /// Follows the schedule's connectivity for the status.
     var connectivityWatch: Task<Void, Never>?
+    /// Who uploads the photos of places edited offline, and how (ImageUploads.swift).
+    var imageUploads: (uploader: any ImageUploader, settings: ImageUploadSettings)?
 
     /// - Parameters:
     ///   - api: the server.
@@ -66,6 +68,16 @@ public actor SyncEngine {
     /// Sets ``maxRetryAfter``.
     public func setMaxRetryAfter(_ seconds: Int) {
         maxRetryAfter = max(seconds, 0)
+    }
+
+    /// Lets places carry photos taken offline: a `file://` URL in ``LocationDraft/imageURLs`` is
+    /// kept on the device, and each ``sync()`` first uploads such photos through `uploader`,
+    /// puts each download URL in place of its file and removes the file; a place's change waits
+    /// in the outbox (with the changes that depend on it) until all its photos are uploaded, so
+    /// the server never sees a `file://` URL. Without an uploader such URLs are refused (E001).
+    public func setImageUploader(_ uploader: any ImageUploader, settings: ImageUploadSettings = ImageUploadSettings()) {
+        imageUploads = (uploader, settings)
+        if let state { updateStatus(from: state) }
     }
 
     // MARK: Events
@@ -185,10 +197,15 @@ public actor SyncEngine {
     /// ``saveLocation(_:)``, dropping refused change `resolving` in the same commit.
     @discardableResult
     func saveLocation(_ draft: LocationDraft, resolving: Int64?) throws -> Location {
+        let localImages = draft.imageURLs.filter(LocalImage.isLocal)
+        if let bad = localImages.first(where: { imageUploads == nil || LocalImage.fileURL($0) == nil }) {
+            let reason = imageUploads == nil ? "a file:// URL needs an image uploader (setImageUploader)" : "must be a file:// URL with a path"
+            throw LocifyError(RuleViolation.invalidInput(field: "image_urls", reason: "\(reason): \(bad)"))
+        }
         let fields = try Self.checked { () throws(RuleViolation) in
             try LocationFields(
                 name: draft.name, address: draft.address, description: draft.description, latitude: draft.latitude,
-                longitude: draft.longitude, isFavorite: draft.isFavorite, imageURLs: draft.imageURLs)
+                longitude: draft.longitude, isFavorite: draft.isFavorite, imageURLs: LocalImage.standIns(draft.imageURLs))
         }
         var transaction = try begin(resolving: resolving)
         let categoryIsLive = try transaction.category(draft.categoryID) != nil
@@ -198,7 +215,7 @@ public actor SyncEngine {
         let write = LocationWrite(
             id: draft.id, categoryID: draft.categoryID, name: fields.name, address: fields.address,
             description: fields.description, latitude: fields.latitude, longitude: fields.longitude,
-            isFavorite: fields.isFavorite, imageURLs: fields.imageURLs, createdAt: existing?.createdAt ?? at, updatedAt: at)
+            isFavorite: fields.isFavorite, imageURLs: draft.imageURLs, createdAt: existing?.createdAt ?? at, updatedAt: at)
         var location =
             existing
             ?? Location(id: draft.id, categoryID: draft.categoryID, name: fields.name, latitude: 0, longitude: 0, createdAt: at, updatedAt: at)
@@ -216,6 +233,7 @@ public actor SyncEngine {
             existing == nil ? .createLocation(write) : .updateLocation(write), serverMayKnow: (existing?.version ?? 0) > 0,
             inFlight: inFlight)
         try commit(&transaction)
+        discardLocalFiles(of: existing, keeping: write.imageURLs)
         return location
     }
 
@@ -237,6 +255,7 @@ public actor SyncEngine {
         transaction.removeLocation(id)
         transaction.enqueue(.deleteLocation(DeleteWrite(id: id, updatedAt: at)), serverMayKnow: existing.version > 0, inFlight: inFlight)
         try commit(&transaction)
+        discardLocalFiles(of: existing, keeping: [])
         return at
     }
 
@@ -338,6 +357,7 @@ public actor SyncEngine {
             try Self.checkCancellation()
             let user = try await boundUser()
             let limits = try await serverInfo()
+            try await uploadLocalImages(report: &report)
             try await pushAll(limit: max(limits.maxPushChanges, 1), user: user, report: &report)
             try await pullAll(user: user, report: &report)
             emit(.finished(report))
@@ -375,7 +395,8 @@ public actor SyncEngine {
         var batchLimit = limit
         while true {
             try Self.checkCancellation()
-            let batch = try loaded().outbox.nextBatch(limit: batchLimit, excluding: skipped.union(inFlight))
+            let outbox = try loaded().outbox
+            let batch = outbox.nextBatch(limit: batchLimit, excluding: skipped.union(inFlight).union(outbox.idsHoldingLocalImages))
             if batch.isEmpty { return }
             // Marked as sent before it is sent: from now on the server may hold it.
             var marking = try begin()
@@ -896,7 +917,8 @@ public struct LocationDraft: Sendable, Hashable {
     public var longitude: Double
     /// Whether the user marked the location as a favourite.
     public var isFavorite: Bool
-    /// At most 10 distinct absolute `https` URLs.
+    /// At most 10 distinct absolute `https` URLs; with an image uploader, also `file://` URLs of
+    /// photos taken offline (``SyncEngine/setImageUploader(_:settings:)``).
     public var imageURLs: [String]
 
     /// A new location (a random `id` by default) with these fields, for ``SyncEngine/saveLocation(_:)``.

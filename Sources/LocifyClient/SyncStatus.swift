@@ -25,6 +25,8 @@ public struct SyncStatus: Sendable, Hashable {
     public var lastSyncedAt: Date?
     /// Local changes the server has not acknowledged yet (the badge).
     public var pendingChanges = 0
+    /// Photos taken offline that wait to be uploaded (with an image uploader set; ImageUploads.swift).
+    public var pendingImageUploads = 0
     /// Refused changes kept for the user to retry or discard (``SyncEngine/refusedChanges()``).
     public var refusedChanges = 0
     /// Changes the server refused since the user last looked (``SyncEngine/markStatusSeen()``).
@@ -111,7 +113,7 @@ extension SyncStatus {
             activity = .idle
         case .failed(let error), .liveRetrying(let error, _):
             activity = Self.activity(after: error)
-        case .restored, .resyncStarted, .unrecognized:
+        case .restored, .resyncStarted, .unrecognized, .imageUploadFailed, .imageMissing:
             break
         }
     }
@@ -191,6 +193,8 @@ extension SyncEngine {
     func updateStatus(from state: EngineState) {
         updateStatus {
             $0.pendingChanges = state.outbox.count
+            // Read from the whole outbox: only when photos are uploaded at all.
+            if imageUploads != nil { $0.pendingImageUploads = state.outbox.pendingImages.count }
             $0.refusedChanges = state.refused.count
             $0.lastSyncedAt = state.metadata.lastSyncedAt
         }

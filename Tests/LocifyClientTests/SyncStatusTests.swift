@@ -52,6 +52,19 @@ struct SyncStatusTests {
         #expect(await lateIterator.next()?.pendingChanges == 2, "a late subscriber starts from the current value")
     }
 
+    @Test("photos taken offline are counted in the status until they are uploaded")
+    func pendingPhotos() async throws {
+        let photos = try PhotoFolder()
+        defer { photos.remove() }
+        let engine = SyncEngine(api: unreachableAPI(), store: InMemoryStore())
+        await engine.setImageUploader(FakeUploader())
+        let category = try await engine.saveCategory(name: "Cafés")
+        let urls = [try photos.photo("a.jpg").absoluteString, try photos.photo("b.jpg").absoluteString]
+        try await engine.saveLocation(LocationDraft(categoryID: category.id, name: "Flore", latitude: 1, longitude: 2, imageURLs: urls))
+        #expect(await engine.status.pendingImageUploads == 2)
+        #expect(try await engine.pendingImageUploads() == 2)
+    }
+
     @Test("a sync's progress: syncing with the changes pushed and pulled, then idle")
     func progress() {
         var status = SyncStatus()

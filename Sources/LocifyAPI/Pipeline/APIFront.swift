@@ -48,21 +48,23 @@ public struct APIFront: Sendable {
             authEmulatorMode: configuration.authEmulatorHost != nil
         ).register(in: &router)
 
-        var responder = LocifyResponder(
+        var writeCommitted: (@Sendable (String) -> Void)?
+        if let liveChanges {
+            writeCommitted = { userID in liveChanges.changed(userID) }
+        }
+        self.responder = LocifyResponder(
             router: router,
+            refusals: RefusalLimiter(
+                buckets: RateLimiter(
+                    ratePerSecond: configuration.addressRateLimitPerSecond, burst: configuration.addressRateLimitBurst,
+                    maxKeys: 100_000)),
             authenticator: Authenticator(verifier: verifier, revocationSkewSeconds: verifier.clockSkew, logger: logger),
             rateLimiter: RateLimiter(ratePerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
-            addressLimiter: RateLimiter(
-                ratePerSecond: configuration.addressRateLimitPerSecond, burst: configuration.addressRateLimitBurst,
-                maxKeys: 100_000),
-            refusedLogLines: RateLimiter(ratePerSecond: 100, burst: 100),
-            floodLog: SampledLog(),
-            admit: { caller in try services.users.admit(caller) }, inlinePaths: OperationsRoutes.inlinePaths, metrics: metrics,
-            logger: logger)
-        if let liveChanges {
-            responder.writeCommitted = { userID in liveChanges.changed(userID) }
-        }
-        self.responder = responder
+            gate: AccountGateStage(admit: { caller in try services.users.admit(caller) }),
+            renderer: ResponseRenderer(logger: logger),
+            observer: RequestObserver(
+                metrics: metrics, logger: logger, refusedLogLines: RateLimiter(ratePerSecond: 100, burst: 100),
+                floodLog: SampledLog(), writeCommitted: writeCommitted))
         self.readiness = readiness
         routes = router.routes
     }

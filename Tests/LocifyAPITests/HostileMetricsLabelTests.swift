@@ -1,3 +1,4 @@
+import Primitives
 import Foundation
 import HTTPServer
 import Testing
@@ -93,7 +94,7 @@ struct HostileMetricsLabelTests {
     func metricsOffTheEventLoop() {
         var router = Router<Route>()
         OperationsRoutes(
-            draining: Readiness(), readiness: ReadinessCache(probe: { true }), metrics: { "" }, openAPIDocument: nil,
+            draining: Readiness(), readiness: ReadinessCache(clock: .system, probe: { true }), metrics: { "" }, openAPIDocument: nil,
             authEmulatorMode: false
         ).register(in: &router)
         func execution(_ path: String) -> Route.Execution? {

@@ -1,5 +1,6 @@
 import HTTPServer
 import Locify
+import Primitives
 
 /// The request pipeline of the API, in named stages: route (404/405 before authentication,
 /// openapi.yaml) → refused-request limiter (`RefusalLimiter`) → authenticate (`Authenticator`,
@@ -77,7 +78,7 @@ struct LocifyResponder: HTTPResponder {
     }
 
     func answer(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPAnswer {
-        var trace = RequestTrace(of: request)
+        var trace = RequestTrace(of: request, at: observer.clock.now())
         let answer: RouteAnswer
         do {
             switch try admission(of: request, connection: connection, stage: .request, trace: &trace) {
@@ -99,7 +100,7 @@ struct LocifyResponder: HTTPResponder {
     /// (404, 405, 401, 429, 503) is answered now, its body unread; an admitted body is charged
     /// to its user (or, on an open route, to the client's address).
     func admitBody(of head: HTTPRequest, connection: ConnectionInfo, mayBlock: Bool) -> HTTPBodyAdmission {
-        var trace = RequestTrace(of: head)
+        var trace = RequestTrace(of: head, at: observer.clock.now())
         do {
             guard try admission(of: head, connection: connection, stage: .head(mayBlock: mayBlock), trace: &trace) != nil
             else { return .decideOnWorker }

@@ -2,7 +2,8 @@ import HTTPServer
 
 /// What the pipeline learned about a request, for its response headers, metrics and log line.
 struct RequestTrace: Sendable {
-    let started: ContinuousClock.Instant
+    /// When the pipeline took the request, on the monotonic clock.
+    let started: Duration
     let requestID: String
     /// The metrics label of the method.
     let method: String
@@ -15,8 +16,8 @@ struct RequestTrace: Sendable {
     /// The request waited (long-poll) before this answer.
     var waited = false
 
-    init(of request: HTTPRequest) {
-        started = ContinuousClock.now
+    init(of request: HTTPRequest, at started: Duration) {
+        self.started = started
         requestID = RequestID.forRequest(clientValue: request.headers["X-Request-Id"])
         method = Metrics.methodLabel(request.method.rawValue)
         mayWrite = request.method != .GET && request.method != .HEAD

@@ -1,4 +1,3 @@
-import FoundationEssentials
 import HTTPServer
 import JSON
 import Locify

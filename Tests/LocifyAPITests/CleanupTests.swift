@@ -220,7 +220,7 @@ struct CleanupTests {
 
         // The restarted server (with credentials) runs what it can: the categories folder; the
         // claimed job is skipped and the Auth account waits for it.
-        let credentials = try server.google.writeServiceAccountFile()
+        let credentials = try server.writeServiceAccountFile()
         let restarted = try server.startApplication(configure: { $0.googleApplicationCredentials = credentials })
         defer { restarted.shutdown() }
         #expect(eventually { (try? Self.remainingJobs(server)) == 2 })
@@ -442,7 +442,7 @@ struct CleanupTests {
         #expect(fake.issuedTokenCount == 1)
         let claims = try #require(fake.lastAssertionClaims)
         #expect(claims["iss"]?.stringValue == TestServiceAccount.clientEmail)
-        #expect(claims["aud"]?.stringValue == server.google.tokenURI)
+        #expect(claims["aud"]?.stringValue == server.googleTokenURI)
         #expect(claims["scope"]?.stringValue == "https://www.googleapis.com/auth/cloud-platform")
         let adminCalls = fake.requests.filter {
             [.storageList, .storageDelete, .accountsDelete].contains($0.endpoint)

@@ -40,6 +40,8 @@ public actor SyncEngine {
     var live = LiveModeState()
     /// The scheduler ``start(_:)`` runs (SyncEngine+Schedule.swift), told of each local edit.
     var scheduler: SyncScheduler?
+    /// Who uploads the photos of places edited offline, and how (ImageUploads.swift).
+    var imageUploads: (uploader: any ImageUploader, settings: ImageUploadSettings)?
 
     /// - Parameters:
     ///   - api: the server.
@@ -59,6 +61,15 @@ public actor SyncEngine {
     /// Sets ``maxRetryAfter``.
     public func setMaxRetryAfter(_ seconds: Int) {
         maxRetryAfter = max(seconds, 0)
+    }
+
+    /// Lets places carry photos taken offline: a `file://` URL in ``LocationDraft/imageURLs`` is
+    /// kept on the device, and each ``sync()`` first uploads such photos through `uploader`,
+    /// puts each download URL in place of its file and removes the file; a place's change waits
+    /// in the outbox (with the changes that depend on it) until all its photos are uploaded, so
+    /// the server never sees a `file://` URL. Without an uploader such URLs are refused (E001).
+    public func setImageUploader(_ uploader: any ImageUploader, settings: ImageUploadSettings = ImageUploadSettings()) {
+        imageUploads = (uploader, settings)
     }
 
     // MARK: Events
@@ -157,10 +168,15 @@ public actor SyncEngine {
     /// - Returns: the record as stored locally.
     @discardableResult
     public func saveLocation(_ draft: LocationDraft) async throws -> Location {
+        let localImages = draft.imageURLs.filter(LocalImage.isLocal)
+        if let bad = localImages.first(where: { imageUploads == nil || LocalImage.fileURL($0) == nil }) {
+            let reason = imageUploads == nil ? "a file:// URL needs an image uploader (setImageUploader)" : "must be a file:// URL with a path"
+            throw LocifyError(RuleViolation.invalidInput(field: "image_urls", reason: "\(reason): \(bad)"))
+        }
         let fields = try Self.checked { () throws(RuleViolation) in
             try LocationFields(
                 name: draft.name, address: draft.address, description: draft.description, latitude: draft.latitude,
-                longitude: draft.longitude, isFavorite: draft.isFavorite, imageURLs: draft.imageURLs)
+                longitude: draft.longitude, isFavorite: draft.isFavorite, imageURLs: LocalImage.standIns(draft.imageURLs))
         }
         var transaction = try begin()
         let categoryIsLive = try transaction.category(draft.categoryID) != nil
@@ -170,7 +186,7 @@ public actor SyncEngine {
         let write = LocationWrite(
             id: draft.id, categoryID: draft.categoryID, name: fields.name, address: fields.address,
             description: fields.description, latitude: fields.latitude, longitude: fields.longitude,
-            isFavorite: fields.isFavorite, imageURLs: fields.imageURLs, createdAt: existing?.createdAt ?? at, updatedAt: at)
+            isFavorite: fields.isFavorite, imageURLs: draft.imageURLs, createdAt: existing?.createdAt ?? at, updatedAt: at)
         var location =
             existing
             ?? Location(id: draft.id, categoryID: draft.categoryID, name: fields.name, latitude: 0, longitude: 0, createdAt: at, updatedAt: at)
@@ -188,6 +204,7 @@ public actor SyncEngine {
             existing == nil ? .createLocation(write) : .updateLocation(write), serverMayKnow: (existing?.version ?? 0) > 0,
             inFlight: inFlight)
         try commit(&transaction)
+        discardLocalFiles(of: existing, keeping: write.imageURLs)
         return location
     }
 
@@ -203,6 +220,7 @@ public actor SyncEngine {
         transaction.removeLocation(id)
         transaction.enqueue(.deleteLocation(DeleteWrite(id: id, updatedAt: at)), serverMayKnow: existing.version > 0, inFlight: inFlight)
         try commit(&transaction)
+        discardLocalFiles(of: existing, keeping: [])
         return at
     }
 
@@ -268,6 +286,7 @@ public actor SyncEngine {
         do {
             let user = try await boundUser()
             let limits = try await serverInfo()
+            try await uploadLocalImages(report: &report)
             try await pushAll(limit: max(limits.maxPushChanges, 1), user: user, report: &report)
             try await pullAll(user: user, report: &report)
             emit(.finished(report))
@@ -305,7 +324,8 @@ public actor SyncEngine {
         var batchLimit = limit
         while true {
             try Self.checkCancellation()
-            let batch = try loaded().outbox.nextBatch(limit: batchLimit, excluding: skipped.union(inFlight))
+            let outbox = try loaded().outbox
+            let batch = outbox.nextBatch(limit: batchLimit, excluding: skipped.union(inFlight).union(outbox.idsHoldingLocalImages))
             if batch.isEmpty { return }
             // Marked as sent before it is sent: from now on the server may hold it.
             var marking = try begin()
@@ -704,7 +724,7 @@ public actor SyncEngine {
     /// does not copy it (a copy per edit cost time in proportion to the pending changes: half of
     /// an edit's time with 5,000 of them); ``commit(_:)`` gives it back, and a transaction dropped
     /// by an error leaves it to be reloaded from the store, which holds the truth.
-    private func begin() throws -> StoreTransaction {
+    func begin() throws -> StoreTransaction {
         let current = try loaded()
         state = nil
         return StoreTransaction(store: store, outbox: current.outbox, metadata: current.metadata)
@@ -713,7 +733,7 @@ public actor SyncEngine {
     /// Commits `transaction` to the store in one atomic change and makes it the current state,
     /// then reports its events. A store failure changes nothing (the next use reloads from the
     /// store) and is thrown as ``LocifyError/storeFailed(_:)``.
-    private func commit(_ transaction: inout StoreTransaction) throws {
+    func commit(_ transaction: inout StoreTransaction) throws {
         let changes = transaction.takeChanges()
         if !changes.isEmpty {
             do {
@@ -813,7 +833,8 @@ public struct LocationDraft: Sendable, Hashable {
     public var longitude: Double
     /// Whether the user marked the location as a favourite.
     public var isFavorite: Bool
-    /// At most 10 distinct absolute `https` URLs.
+    /// At most 10 distinct absolute `https` URLs; with an image uploader, also `file://` URLs of
+    /// photos taken offline (``SyncEngine/setImageUploader(_:settings:)``).
     public var imageURLs: [String]
 
     /// A new location (a random `id` by default) with these fields, for ``SyncEngine/saveLocation(_:)``.

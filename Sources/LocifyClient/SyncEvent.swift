@@ -23,6 +23,12 @@ public enum SyncEvent: Sendable, Hashable {
     case unrecognized(String)
     /// One page of the change feed was applied.
     case pulled(changes: Int, hasMore: Bool)
+    /// A photo of a place was not uploaded in this sync (every attempt failed); it and the place's
+    /// change wait for the next sync.
+    case imageUploadFailed(locationID: UUID, url: String, LocifyError)
+    /// A photo taken offline can never be uploaded: its file is gone from the device. It was
+    /// removed from the place, whose change then went on.
+    case imageMissing(locationID: UUID, url: String)
     /// The sync completed.
     case finished(SyncReport)
     /// The sync stopped; unacknowledged changes stay in the outbox for the next sync.
@@ -47,6 +53,10 @@ public struct SyncReport: Sendable, Hashable {
     public var pulled = 0
     /// Whether the cursor had expired and the copy was rebuilt from a snapshot.
     public var resynced = false
+    /// Photos taken offline that were uploaded (``SyncEngine/setImageUploader(_:settings:)``).
+    public var imagesUploaded = 0
+    /// Photos whose upload failed in this sync; they are tried again at the next.
+    public var imageUploadsFailed = 0
 
     /// An empty report (every total 0); the engine fills it during a sync.
     public init() {}

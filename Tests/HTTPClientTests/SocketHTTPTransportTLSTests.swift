@@ -30,12 +30,7 @@ private struct TestCertificates {
             leaf other other.example test-ca
             leaf stranger localhost untrusted-ca
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script]
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw TransportError("openssl could not make the test certificates") }
+        guard try runProcess(["/bin/sh", "-c", script]).status == 0 else { throw TransportError("openssl could not make the test certificates") }
     }
 }
 

@@ -35,21 +35,12 @@ struct AuthEmulatorTests {
 
     /// Runs `scripts/dev-token` with `arguments` for `project`; returns the token it prints.
     static func devToken(_ arguments: [String], project: String = TestConstants.emulatorProjectID) throws -> String {
-        let process = Process()
-        process.executableURL = ProjectPaths.root.appendingPathComponent("scripts/dev-token")
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["FIREBASE_PROJECT_ID"] = project
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw AuthTestError("scripts/dev-token exited with \(process.terminationStatus)")
-        }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let run = try runProcess(
+            [ProjectPaths.root.appendingPathComponent("scripts/dev-token").path] + arguments, environment: environment)
+        guard run.status == 0 else { throw AuthTestError("scripts/dev-token exited with \(run.status): \(run.standardError)") }
+        return run.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     @Test("a token printed by scripts/dev-token is accepted, with email and name from its claims")

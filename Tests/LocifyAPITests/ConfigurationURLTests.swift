@@ -47,19 +47,14 @@ struct ConfigurationURLTests {
 
     @Test("the server process refuses to start with plain http to a remote host (exit 1, one clear line)")
     func processRefuses() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try ServerProcess.binaryPath())
-        process.environment = [
-            "DATABASE_URL": "postgres://127.0.0.1:1/none", "FIREBASE_PROJECT_ID": "locify-test",
-            "LOCIFY_STORAGE_API_URL": "http://storage.googleapis.com",
-        ]
-        let standardError = Pipe()
-        process.standardError = standardError
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let output = String(decoding: standardError.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 1)
+        let run = try runProcess(
+            [try ServerProcess.binaryPath()],
+            environment: [
+                "DATABASE_URL": "postgres://127.0.0.1:1/none", "FIREBASE_PROJECT_ID": "locify-test",
+                "LOCIFY_STORAGE_API_URL": "http://storage.googleapis.com",
+            ])
+        let output = run.standardError
+        #expect(run.status == 1)
         let lines = output.split(separator: "\n")
         #expect(lines.count == 1, "\(output)")
         #expect(output.contains("invalid configuration: LOCIFY_STORAGE_API_URL: must be an https URL"), "\(output)")

@@ -28,7 +28,7 @@ struct HealthCheckCommandTests {
         // Without its database the server answers /health/ready with 503 S003, and the probe fails.
         try database.drop()
         dropped = true
-        var last: HealthCheckRun?
+        var last: ProcessRun?
         let failed = try eventually(timeout: .seconds(30)) {
             last = try runHealthCheck(["PORT": "\(server.port)"])
             return last?.status == 1
@@ -110,30 +110,8 @@ struct HealthCheckCommandTests {
     }
 
     /// One `locify-server healthcheck` run with only `environment` (no DATABASE_URL: the probe must not need it).
-    struct HealthCheckRun: Sendable, CustomStringConvertible {
-        var status: Int32
-        var standardOutput: String
-        var standardError: String
-
-        var description: String { "status \(status), stdout \(standardOutput.debugDescription), stderr \(standardError.debugDescription)" }
-    }
-
-    private func runHealthCheck(_ environment: [String: String]) throws -> HealthCheckRun {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try ServerProcess.binaryPath())
-        process.arguments = ["healthcheck"]
-        process.environment = environment
-        let output = Pipe()
-        let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return HealthCheckRun(
-            status: process.terminationStatus, standardOutput: String(decoding: outputData, as: UTF8.self),
-            standardError: String(decoding: errorData, as: UTF8.self))
+    private func runHealthCheck(_ environment: [String: String]) throws -> ProcessRun {
+        try runProcess([try ServerProcess.binaryPath(), "healthcheck"], environment: environment)
     }
 
     /// A loopback port that was just bound and released, so nothing listens on it.

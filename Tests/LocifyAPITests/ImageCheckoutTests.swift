@@ -37,17 +37,8 @@ struct ImageCheckoutTests {
         }
 
         static func run(_ executable: String, _ arguments: [String], in folder: URL) throws -> (status: Int32, output: String) {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = [executable] + arguments
-            process.currentDirectoryURL = folder
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+            let run = try runProcess(["/usr/bin/env", "-C", folder.path, executable] + arguments, mergingStandardError: true)
+            return (run.status, run.standardOutput)
         }
     }
 

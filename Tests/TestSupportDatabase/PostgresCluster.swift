@@ -103,14 +103,8 @@ public final class PostgresCluster: Sendable {
         let executable = binaries + "/" + program
         let command = getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
         let logPath = directory + "/\(program).out"
-        let processID = try spawnProcess(command, logPath: logPath)
-        var status: Int32 = 0
-        while waitpid(processID, &status, 0) < 0 {
-            guard errno == EINTR else { throw TestDatabaseError("waitpid failed: errno \(errno)") }
-        }
-        let exitedNormally = status & 0x7f == 0
-        let exitCode = (status >> 8) & 0xff
-        guard exitedNormally, exitCode == 0 else {
+        let status = try waitForExit(try spawnProcess(command, logPath: logPath))
+        guard status == 0 else {
             let output = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
             throw TestDatabaseError("\(command.joined(separator: " ")) failed (status \(status)): \(output)")
         }

@@ -85,12 +85,14 @@ struct RateLimiterTests {
 /// Rate limiting through the whole server: 429 S001 with `Retry-After` (openapi.yaml).
 @Suite("Rate limiting end to end")
 struct RateLimitTests {
-    /// A server whose buckets hold `burst` requests and refill at `rate` per second.
-    private func server(rate: Double, burst: Double) throws -> TestServer {
-        try TestServer.start { configuration in
+    /// A server whose buckets hold `burst` requests and refill at `rate` per second: in process,
+    /// or `overSockets` for requests on a keep-alive connection.
+    private func server(rate: Double, burst: Double, overSockets: Bool = false) throws -> TestServer {
+        let configure = { (configuration: inout Configuration) in
             configuration.rateLimitPerSecond = rate
             configuration.rateLimitBurst = burst
         }
+        return try TestServer.start(overSockets ? .sockets : .inProcess, configure: configure)
     }
 
     @Test("past the burst a user gets 429 S001 with Retry-After in whole seconds")
@@ -149,7 +151,7 @@ struct RateLimitTests {
     @Test("a rate of 0 or a burst of 0 turns limiting off")
     func off() throws {
         for (rate, burst) in [(0.0, 100.0), (20.0, 0.0)] {
-            let server = try server(rate: rate, burst: burst)
+            let server = try server(rate: rate, burst: burst, overSockets: true)
             defer { server.stop() }
             let token = try server.token(for: "rate-off")
             let client = try RawHTTPClient(port: server.port)

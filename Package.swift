@@ -138,7 +138,8 @@ let package = Package(
         .target(
             name: "TestSupportServer",
             dependencies: [
-                "TestSupport", "TestSupportDatabase", "HTTPServer", "Postgres", "FirebaseAdmin", "Locify", "LocifyAPI", "LocifyServer", "JSON",
+                "TestSupport", "TestSupportDatabase", "HTTPServer", "HTTPClient", "Postgres", "FirebaseAdmin", "Locify", "LocifyAPI", "LocifyServer",
+                "JSON",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TestSupportServer",

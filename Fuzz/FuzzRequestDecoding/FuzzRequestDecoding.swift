@@ -32,7 +32,7 @@ enum FuzzRequestDecoding {
             decodeLocation(body)
             decodeDeleteOptions(body)
             decodeChange(body)
-            if case .success(let changes) = PushChange.batch(json: body, userID: userID) {
+            if let changes = try? PushChange.batch(json: body, userID: userID) {
                 for change in changes { checkChange(change) }
             }
             forEachString(in: body) { decodeCursor($0) }

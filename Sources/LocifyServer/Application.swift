@@ -57,6 +57,10 @@ public final class Application: Sendable {
     /// The port the server listens on (after `start`).
     public var port: Int { server.localPort }
 
+    /// The request pipeline the HTTP server runs (`LocifyResponder`): tests call it in process,
+    /// without sockets, on an application started with `start(listening: false)`.
+    public var responder: any HTTPResponder { api.responder }
+
     /// The long-poll counts (waiting pulls, wake-ups, notifications, listener reconnects); nil
     /// when long-poll is off.
     public var liveStatistics: LiveChanges.Statistics? { liveChanges?.statistics }
@@ -64,6 +68,12 @@ public final class Application: Sendable {
     /// Warms the key cache (at most `keyPrefetchWait` s), then starts listening and the
     /// background work.
     public func start() throws {
+        try start(listening: true)
+    }
+
+    /// `start`, listening only when `listening`: without it, the background work runs and
+    /// requests reach the application only through `responder` (the in-process test harness).
+    public func start(listening: Bool) throws {
         if let keyCache {
             // Warm the key cache before listening, waiting at most `keyPrefetchWait` seconds: a
             // slow or hanging key endpoint delays start-up by that much at most (the fetch goes
@@ -77,10 +87,10 @@ public final class Application: Sendable {
         // Listening before the first pull can wait (a pull that waits before it listens is woken
         // when it starts listening anyway).
         liveChanges?.start()
-        try server.start()
+        if listening { try server.start() }
         cleanupWorker.start()
         purger.start()
-        logger.info("locify-server listening", metadata: ["port": "\(port)"])
+        if listening { logger.info("locify-server listening", metadata: ["port": "\(port)"]) }
     }
 
     /// Answers every waiting pull at once (with what the feed had, and `Connection: close`, so its

@@ -17,7 +17,11 @@ public struct ApplicationDependencies: Sendable {
     /// The clock, in unix seconds, on which the ID-token keys' `max-age` and the access tokens'
     /// lifetimes run out (tests move it instead of sleeping).
     public var googleClock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
-    /// Adjusts the HTTP server's configuration (tests shorten timeouts).
+    /// The monotonic clock of every part that measures time: the HTTP server's timeouts, the
+    /// rate limits, the readiness cache, request durations (tests move it by hand).
+    public var monotonicClock: MonotonicClock = .system
+    /// Adjusts the HTTP server's configuration (tests shorten timeouts; a test may give the HTTP
+    /// server a clock of its own there).
     public var configureHTTP: @Sendable (inout HTTPServerConfiguration) -> Void = { _ in }
     /// Where `/openapi.yaml` is read from. Default `openapi.yaml` in the working directory.
     public var openAPIPath = "openapi.yaml"

@@ -142,7 +142,7 @@ private func buildAPI(
                 live: liveChanges?.statistics)
         },
         openAPIDocument: FileManager.default.contents(atPath: dependencies.openAPIPath).map { Array($0) },
-        logger: logger)
+        clock: dependencies.monotonicClock, logger: logger)
     return (front, serverBox)
 }
 
@@ -160,6 +160,7 @@ private func httpConfiguration(_ configuration: Configuration, dependencies: App
     // fetch, live sync's listening and notifying connections, the files read while running,
     // and a margin.
     http.reservedFileDescriptors = 2 * configuration.databasePoolSize + 2 + 2 + 32
+    http.clock = dependencies.monotonicClock
     dependencies.configureHTTP(&http)
     return http
 }

@@ -1,8 +1,9 @@
+import Primitives
 import Testing
 
 @testable import HTTPServer
 
-@Suite("HTTPServerClock: timeouts in whole nanoseconds")
+@Suite("The HTTP server's monotonic clock: timeouts in whole nanoseconds")
 struct HTTPServerClockTests {
     @Test("a duration becomes whole nanoseconds, clamped to 0...Int64.max")
     func nanosecondsClamped() {
@@ -18,7 +19,7 @@ struct HTTPServerClockTests {
 
     @Test("an injected clock reads what it is given")
     func injected() {
-        let clock = HTTPServerClock { .milliseconds(1500) }
+        let clock = MonotonicClock { .milliseconds(1500) }
         #expect(clock.now() == .milliseconds(1500))
         #expect(clock.nowNanoseconds() == 1_500_000_000)
     }

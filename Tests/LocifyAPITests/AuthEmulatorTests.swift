@@ -16,10 +16,10 @@ struct AuthEmulatorTests {
     static func startEmulatorServer(
         storageEmulator: Bool = false, log: CapturedLog? = nil
     ) throws -> TestServer {
-        try TestServer.start(
+        try TestServer.start(.inProcess, 
             projectID: TestConstants.emulatorProjectID,
             configure: { configuration in
-                let host = String(configuration.identityAPIURL.dropFirst("http://".count))
+                let host = String(configuration.identityAPIURL.split(separator: "://").last ?? "")
                 configuration.authEmulatorHost = host
                 configuration.googleApplicationCredentials = nil
                 if storageEmulator {
@@ -101,7 +101,7 @@ struct AuthEmulatorTests {
 
     @Test("outside emulator mode an emulator token is refused")
     func emulatorTokenRefusedInProduction() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let token = try server.minter.emulatorToken(claims: server.minter.claims(uid: "emu-prod", issuedAt: Date().timeIntervalSince1970))
         let response = try server.request("GET", "/v1/users/me", token: token)

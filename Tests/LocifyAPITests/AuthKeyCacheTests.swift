@@ -16,7 +16,7 @@ struct AuthKeyCacheTests {
     static func startServer(maxAge: Int, clock: ManualClock<Double> = ManualClock(Date().timeIntervalSince1970)) throws
         -> TestServer
     {
-        let server = try TestServer.start(
+        let server = try TestServer.start(.inProcess, 
             dependencies: { $0.googleClock = clock.closure }, google: { $0.certificatesMaxAge = maxAge })
         guard eventually(timeout: .seconds(30), { server.fake.requestCount(.certificates) >= 1 }) else {
             server.stop()

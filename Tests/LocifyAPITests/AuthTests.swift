@@ -14,7 +14,7 @@ struct AuthTests {
 
     @Test("a valid token is accepted and the user is provisioned with email and name from its claims")
     func validTokenProvisionsTheUser() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let uid = "auth-\(UUID().uuidString.prefix(8))"
         let token = try server.token(for: uid, email: "ann@example.com", name: "Ann Example")
@@ -31,7 +31,7 @@ struct AuthTests {
 
     @Test("a token without email and name claims provisions a profile with nulls")
     func tokenWithoutProfileClaims() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let token = try server.token(for: "auth-anonymous", email: nil, name: nil)
         let response = try server.request("GET", "/v1/users/me", token: token)
@@ -42,7 +42,7 @@ struct AuthTests {
 
     @Test("no Authorization header: 401 E005 with a bare Bearer challenge, on every /v1 route")
     func missingCredentials() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let routes = [
             ("GET", "/v1/users/me"), ("PUT", "/v1/users/me"), ("DELETE", "/v1/users/me"), ("GET", "/v1/categories"),
@@ -61,7 +61,7 @@ struct AuthTests {
 
     @Test("the Bearer scheme is case-insensitive")
     func schemeIsCaseInsensitive() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let token = try server.token(for: "auth-scheme")
         for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
@@ -72,7 +72,7 @@ struct AuthTests {
 
     @Test("every malformed or forged credential gets the same 401 E005 with an invalid_token challenge")
     func everyForgeryIsRefusedAlike() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let minter = server.minter
         let now = Date().timeIntervalSince1970
@@ -155,7 +155,7 @@ struct AuthTests {
 
     @Test("several Authorization headers are refused like any bad credentials")
     func severalAuthorizationHeaders() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let token = try server.token(for: "auth-twice")
         let response = try server.request(
@@ -167,7 +167,7 @@ struct AuthTests {
     @Test("the reason of a refusal goes to the log with the request id; the token itself is never logged")
     func refusalReasonIsLogged() throws {
         let log = CapturedLog()
-        let server = try TestServer.start(logger: log.logger)
+        let server = try TestServer.start(.inProcess, logger: log.logger)
         defer { server.stop() }
         let minter = server.minter
         let expired = try minter.sign(
@@ -188,7 +188,7 @@ struct AuthTests {
 
     @Test("a 128-character sub is accepted; the 60 s clock skew is allowed on exp and iat")
     func boundaries() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let minter = server.minter
         let now = Date().timeIntervalSince1970
@@ -208,7 +208,7 @@ struct AuthTests {
 
     @Test("a token signed with a key Google published later is accepted after one refetch for the unknown kid")
     func rotatedKeyIsPickedUp() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         #expect(try server.request("GET", "/v1/users/me", as: "auth-rotation").status == 200)
         server.fake.publish([TestKeys.primary, TestKeys.secondary])

@@ -14,17 +14,29 @@ import TestSupportServer
 // and 11): one server for the whole process, a fresh user per test, request builders, and the
 // expectations every rule test makes (status, error code, `details` field, body).
 
-/// One `TestServer` shared by the resource tests of this process. Every test acts as its own
-/// fresh user, so tests running in parallel never see each other's records. Tests that need a
+/// The `TestServer`s shared by the resource tests of this process: one in process (`get`), one
+/// over sockets (`live`) for the tests whose subject is the connection. Every test acts as its
+/// own fresh user, so tests running in parallel never see each other's records. Tests that need a
 /// special configuration (a frozen clock) start their own server instead.
 enum SharedServer {
-    private static let instance = Mutex<TestServer?>(nil)
+    private static let inProcess = Mutex<TestServer?>(nil)
+    private static let overSockets = Mutex<TestServer?>(nil)
 
-    /// The shared server, started on first use (and left running until the process exits).
+    /// The shared in-process server, started on first use (and left running until the process
+    /// exits).
     static func get() throws -> TestServer {
+        try shared(inProcess) { try TestServer.start(.inProcess) }
+    }
+
+    /// The shared server over sockets, started on first use.
+    static func live() throws -> TestServer {
+        try shared(overSockets) { try TestServer.start() }
+    }
+
+    private static func shared(_ instance: borrowing Mutex<TestServer?>, start: () throws -> TestServer) throws -> TestServer {
         try instance.withLock { server in
             if let server { return server }
-            let started = try TestServer.start()
+            let started = try start()
             server = started
             return started
         }

@@ -16,7 +16,7 @@ struct FrozenClockServer {
 
     init() throws {
         let clock = self.clock
-        server = try TestServer.start(dependencies: { $0.now = { clock.now } })
+        server = try TestServer.start(.inProcess, dependencies: { $0.now = { clock.now } })
     }
 
     func stop() { server.stop() }

@@ -135,7 +135,7 @@ struct CleanupTests {
 
     @Test("after account deletion the fake saw exactly the user's objects deleted, then the Auth account")
     func accountDeletionCleansUpExactly() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let scenario = AccountScenario(uid: Self.uniqueUID("gone"), other: Self.uniqueUID("stay"))
         let token = try server.token(for: scenario.uid)
@@ -151,7 +151,7 @@ struct CleanupTests {
 
     @Test("a uid with characters that need encoding (+, space, &, ?, #, %, non-ASCII) is cleaned up exactly")
     func uidNeedingEncoding() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let uid = "odd+uid ü&=?#%2F" + UUID().uuidString.prefix(4)
         let mine = ["locations/\(uid)/l/a b+c.jpg", "categories/\(uid)/k/i.png"]
@@ -167,7 +167,7 @@ struct CleanupTests {
 
     @Test("an Auth account that does not exist (USER_NOT_FOUND) and empty folders count as done")
     func nothingToDelete() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let uid = Self.uniqueUID("never-in-firebase")
         let token = try server.token(for: uid)
@@ -179,7 +179,7 @@ struct CleanupTests {
 
     @Test("with Google failing the first calls (503, 429 with Retry-After, token endpoint down) the jobs still finish")
     func failuresAreRetried() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let scenario = AccountScenario(uid: Self.uniqueUID("flaky"), other: Self.uniqueUID("stay"))
         let token = try server.token(for: scenario.uid)
@@ -220,7 +220,7 @@ struct CleanupTests {
 
         // The restarted server (with credentials) runs what it can: the categories folder; the
         // claimed job is skipped and the Auth account waits for it.
-        let credentials = try server.google.writeServiceAccountFile()
+        let credentials = try server.writeServiceAccountFile()
         let restarted = try server.startApplication(configure: { $0.googleApplicationCredentials = credentials })
         defer { restarted.shutdown() }
         #expect(eventually { (try? Self.remainingJobs(server)) == 2 })
@@ -282,7 +282,7 @@ struct CleanupTests {
 
     @Test("a category cascade deletes the category folder, each cascaded location's folder and owned objects only")
     func categoryCascade() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let uid = Self.uniqueUID("cascade")
         let other = Self.uniqueUID("neighbour")
@@ -347,7 +347,7 @@ struct CleanupTests {
 
     @Test("a reassign delete removes only the category's folder")
     func categoryReassign() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let uid = Self.uniqueUID("reassign")
         let token = try server.token(for: uid)
@@ -380,7 +380,7 @@ struct CleanupTests {
 
     @Test("/metrics shows the queue: pending while it waits, failed while Google fails, zero once done")
     func metricsShowTheQueue() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         #expect(try Self.cleanupGauge(server, "pending") == 0 && Self.cleanupGauge(server, "failed") == 0)
         let uid = Self.uniqueUID("metrics")
@@ -402,7 +402,7 @@ struct CleanupTests {
     @Test("with no credentials configured the jobs stay queued, requests still succeed, and the server says so once")
     func noCredentials() throws {
         let log = CapturedLog()
-        let server = try TestServer.start(configure: { $0.googleApplicationCredentials = nil }, logger: log.logger)
+        let server = try TestServer.start(.inProcess, configure: { $0.googleApplicationCredentials = nil }, logger: log.logger)
         defer { server.stop() }
         for index in 0..<2 {
             let uid = Self.uniqueUID("offline-\(index)")
@@ -428,7 +428,7 @@ struct CleanupTests {
 
     @Test("the access token is obtained with a genuine RS256 assertion and reused across jobs")
     func accessTokenReused() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         for index in 0..<3 {
             let uid = Self.uniqueUID("token-\(index)")
@@ -442,7 +442,7 @@ struct CleanupTests {
         #expect(fake.issuedTokenCount == 1)
         let claims = try #require(fake.lastAssertionClaims)
         #expect(claims["iss"]?.stringValue == TestServiceAccount.clientEmail)
-        #expect(claims["aud"]?.stringValue == server.google.tokenURI)
+        #expect(claims["aud"]?.stringValue == server.googleTokenURI)
         #expect(claims["scope"]?.stringValue == "https://www.googleapis.com/auth/cloud-platform")
         let adminCalls = fake.requests.filter {
             [.storageList, .storageDelete, .accountsDelete].contains($0.endpoint)
@@ -458,7 +458,7 @@ struct CleanupTests {
         // Tokens live 242 s; the provider renews 240 s before expiry, so each is usable for 2 s
         // of the server's Google clock, which the test moves.
         let clock = ManualClock(Date().timeIntervalSince1970)
-        let server = try TestServer.start(
+        let server = try TestServer.start(.inProcess, 
             dependencies: { $0.googleClock = clock.closure }, google: { $0.tokenLifetime = 242 })
         defer { server.stop() }
         let first = Self.uniqueUID("renew-a")
@@ -476,7 +476,7 @@ struct CleanupTests {
 
     @Test("a service account whose key Google does not know gets no token, and nothing is deleted")
     func wrongServiceAccountKey() throws {
-        let server = try TestServer.start(configure: { configuration in
+        let server = try TestServer.start(.inProcess, configure: { configuration in
             guard let path = try? Self.writeServiceAccountFile(
                 key: TestKeys.attacker, tokenURI: configuration.identityAPIURL + "/token")
             else { return }
@@ -502,7 +502,7 @@ struct CleanupTests {
     func badCredentialsFile() throws {
         let missing = "/nonexistent/locify-\(UUID().uuidString).json"
         do {
-            let server = try TestServer.start(configure: { $0.googleApplicationCredentials = missing })
+            let server = try TestServer.start(.inProcess, configure: { $0.googleApplicationCredentials = missing })
             server.stop()
             Issue.record("the server started with a missing credentials file")
         } catch {
@@ -511,7 +511,7 @@ struct CleanupTests {
         let malformed = TestScratch.uniquePath("service-account.json")
         try Data(#"{"type": "service_account", "project_id": "p"}"#.utf8).write(to: malformed)
         do {
-            let server = try TestServer.start(configure: { $0.googleApplicationCredentials = malformed.path })
+            let server = try TestServer.start(.inProcess, configure: { $0.googleApplicationCredentials = malformed.path })
             server.stop()
             Issue.record("the server started with an incomplete credentials file")
         } catch {

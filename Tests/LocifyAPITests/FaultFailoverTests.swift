@@ -15,7 +15,7 @@ import TestSupportDatabase
 struct FaultFailoverTests {
     @Test("A write reaching a read-only standby is 503 S003 with Retry-After, and writes succeed again once the primary is back")
     func writeOnStandby() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let uid = "failover-standby"
         #expect(try server.request("GET", "/v1/categories", as: uid).status == 200)

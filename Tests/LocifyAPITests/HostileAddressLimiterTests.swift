@@ -1,3 +1,4 @@
+import Primitives
 import HTTPServer
 import Testing
 
@@ -18,8 +19,8 @@ struct HostileAddressLimiterTests {
 
     @Test("past maxKeys new keys share one bucket, so made-up addresses cannot grow the table")
     func boundedTable() throws {
-        let clock: @Sendable () -> Double = { 1000 }
-        let limiter = try #require(RateLimiter(ratePerSecond: 1, burst: 2, maxKeys: 3, now: clock))
+        let clock = MonotonicClock { .seconds(1000) }
+        let limiter = try #require(RateLimiter(ratePerSecond: 1, burst: 2, maxKeys: 3, clock: clock))
         for key in ["a", "b", "c"] { #expect(limiter.admit(key) == nil) }
         // Keys 4, 5, 6... all land in the overflow bucket: two admitted, then refused.
         #expect(limiter.admit("d") == nil)

@@ -86,7 +86,7 @@ struct HostileConfigurationTests {
 
     @Test("outside emulator mode /health has no auth field and auth_emulator_mode is 0")
     func productionModeIsVisible() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let health = try server.request("GET", "/health")
         #expect(health.status == 200 && health.object["auth"] == nil && health.object["status"] == "ok")

@@ -1,3 +1,4 @@
+import Primitives
 import Foundation
 import JSON
 import Postgres
@@ -160,7 +161,7 @@ struct HostileFloodTests {
     func readinessCacheUnit() throws {
         let clock = Locked<Double>(100)
         let probes = Locked(0)
-        let cache = ReadinessCache(now: { clock.withLock { $0 } }) {
+        let cache = ReadinessCache(clock: MonotonicClock { .seconds(clock.withLock { $0 }) }) {
             probes.withLock { $0 += 1 }
             Thread.sleep(forTimeInterval: 0.05)
             return true

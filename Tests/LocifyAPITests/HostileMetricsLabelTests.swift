@@ -1,4 +1,6 @@
+import Primitives
 import Foundation
+import HTTPServer
 import Testing
 import TestSupport
 
@@ -90,8 +92,17 @@ struct HostileMetricsLabelTests {
 
     @Test("/metrics runs on a worker, not on an I/O thread; /health stays inline")
     func metricsOffTheEventLoop() {
-        #expect(!OperationsRoutes.inlinePaths.contains("/metrics"))
-        #expect(!OperationsRoutes.inlinePaths.contains("/health/ready"))
-        #expect(OperationsRoutes.inlinePaths.contains("/health"))
+        var router = Router<Route>()
+        OperationsRoutes(
+            draining: Readiness(), readiness: ReadinessCache(clock: .system, probe: { true }), metrics: { "" }, openAPIDocument: nil,
+            authEmulatorMode: false
+        ).register(in: &router)
+        func execution(_ path: String) -> Route.Execution? {
+            guard case .found(let route, _, _) = router.match(.GET, path: path) else { return nil }
+            return route.execution
+        }
+        #expect(execution("/metrics") == .worker)
+        #expect(execution("/health/ready") == .worker)
+        #expect(execution("/health") == .inline)
     }
 }

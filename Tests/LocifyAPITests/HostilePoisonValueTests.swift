@@ -78,7 +78,7 @@ struct HostilePoisonValueTests {
 
     @Test("rows stored before the rule: a cascading category delete and a push deleting a category succeed; the objects are skipped and counted")
     func storedPoisonSkipped() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let user = try APIUser.fresh(on: server)
         let first = newID()
@@ -118,7 +118,7 @@ struct HostilePoisonValueTests {
 
     @Test("an object Google refuses for good (400) ends its job as failed_permanent, shown in /metrics; the account is still deleted")
     func accountDeletionNotBlocked() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let uid = "poison-account-" + UUID().uuidString.prefix(8).lowercased()
         let objects = ["locations/\(uid)/l1/a.jpg", "locations/\(uid)/l1/refused.jpg", "locations/\(uid)/l2/c.jpg", "categories/\(uid)/c/i.png"]

@@ -16,7 +16,7 @@ struct MetricsTests {
 
     @Test("the exposition is well-formed and declares every pinned family with its type")
     func families() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         _ = try server.request("GET", "/health")
         let metrics = try scrape(server)
@@ -32,7 +32,7 @@ struct MetricsTests {
 
     @Test("http_requests_total counts by method, route pattern (not the raw path) and status")
     func requestCounter() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let token = try server.token(for: "metrics-counter")
         for _ in 0..<3 { _ = try server.request("GET", "/v1/categories", token: token) }
@@ -57,7 +57,7 @@ struct MetricsTests {
 
     @Test("http_request_duration_seconds is a cumulative histogram per route")
     func latencyHistogram() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let token = try server.token(for: "metrics-histogram")
         for _ in 0..<4 { _ = try server.request("GET", "/v1/info", token: token) }
@@ -97,7 +97,7 @@ struct MetricsTests {
 
     @Test("db_pool_connections by state and db_pool_waiting describe the request pool")
     func databasePool() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         _ = try server.request("GET", "/v1/categories", as: "metrics-pool")
         let metrics = try scrape(server)
@@ -111,7 +111,7 @@ struct MetricsTests {
 
     @Test("cleanup_jobs reports queued and failing clean-up jobs")
     func cleanupJobs() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         var metrics = try scrape(server)
         #expect(metrics.value("cleanup_jobs", ["state": "pending"]) == 0)
@@ -139,7 +139,7 @@ struct MetricsTests {
 
     @Test("process_resident_memory_bytes is the process's resident set size")
     func residentMemory() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let metrics = try scrape(server)
         let bytes = try #require(metrics.value("process_resident_memory_bytes"))
@@ -149,7 +149,7 @@ struct MetricsTests {
 
     @Test("requests to /metrics itself are counted under their own route")
     func selfCounting() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         _ = try scrape(server)
         let metrics = try scrape(server)

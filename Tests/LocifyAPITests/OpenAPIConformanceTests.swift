@@ -13,7 +13,7 @@ struct OpenAPIConformanceTests {
 
     @Test("a timestamp whose UTC instant falls before year 0000 is 400 E001, and the server lives on")
     func timestampBeforeYearZero() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let token = try server.token(for: "conformance-time")
         for field in ["created_at", "updated_at"] {
@@ -33,7 +33,7 @@ struct OpenAPIConformanceTests {
 
     @Test("the earliest representable instant is accepted and written back as RFC 3339")
     func yearZero() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let token = try server.token(for: "conformance-year-zero")
         let id = UUID().uuidString.lowercased()
@@ -50,7 +50,7 @@ struct OpenAPIConformanceTests {
 
     @Test("member names are compared by code points: U+2001 and U+2003 are two names, not a duplicate")
     func canonicallyEquivalentMemberNames() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let id = UUID().uuidString
         let body = #"{"\u2001": null, "\u2003": null, "id": "\#(id)", "name": "Whitespace keys"}"#
@@ -68,7 +68,7 @@ struct OpenAPIConformanceTests {
 
     @Test("image_urls are distinct by code points: canonically equivalent spellings are two URLs")
     func canonicallyEquivalentURLs() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let urls: [JSONValue] = ["https://example.com/\u{212B}", "https://example.com/\u{00C5}"]
         let response = try server.request(

@@ -74,7 +74,7 @@ struct OpenAPIDocumentTests {
 
     @Test("every route of the server is in openapi.yaml, and every documented operation is a route")
     func routesMatchTheDocument() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let routes = Set(server.application.routes.map { OpenAPIOutline.Operation(method: $0.method.rawValue, path: $0.pattern) })
         let documented = try Self.outline().operations
@@ -85,7 +85,7 @@ struct OpenAPIDocumentTests {
 
     @Test("every documented operation answers (not 404/405) on the running server")
     func documentedOperationsAnswer() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         for operation in try Self.outline().operations {
             let path = operation.path.replacingOccurrences(of: "{id}", with: UUID().uuidString)

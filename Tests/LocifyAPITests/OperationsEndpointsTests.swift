@@ -9,7 +9,7 @@ import TestSupportServer
 struct OperationsEndpointsTests {
     @Test("GET /health is 200 {\"status\":\"ok\"} as JSON, with or without any token")
     func health() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         for token in [nil, "not-a-token", try server.token(for: "ops-health")] {
             let response = try server.request("GET", "/health", token: token)
@@ -21,7 +21,7 @@ struct OperationsEndpointsTests {
 
     @Test("GET /health/ready is 200 while the database answers")
     func ready() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let response = try server.request("GET", "/health/ready")
         #expect(response.status == 200)
@@ -30,7 +30,7 @@ struct OperationsEndpointsTests {
 
     @Test("GET /health/ready is 503 S003 with Retry-After when the database cannot be used, while /health stays 200")
     func notReady() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         server.application.pool.close()
         let response = try server.request("GET", "/health/ready")
@@ -64,7 +64,7 @@ struct OperationsEndpointsTests {
 
     @Test("GET /openapi.yaml serves the repository's openapi.yaml as application/yaml")
     func openAPIDocument() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let file = try Data(contentsOf: ProjectPaths.root.appendingPathComponent("openapi.yaml"))
         let response = try server.request("GET", "/openapi.yaml")
@@ -75,7 +75,7 @@ struct OperationsEndpointsTests {
 
     @Test("GET /openapi.yaml is 404 E007 when the server found no document at start")
     func openAPIDocumentMissing() throws {
-        let server = try TestServer.start(dependencies: { $0.openAPIPath = "/nonexistent/openapi.yaml" })
+        let server = try TestServer.start(.inProcess, dependencies: { $0.openAPIPath = "/nonexistent/openapi.yaml" })
         defer { server.stop() }
         let response = try server.request("GET", "/openapi.yaml")
         #expect(response.status == 404)

@@ -43,7 +43,7 @@ private final class LogLines: Sendable {
 struct OperationsRequestTests {
     @Test("a sane client X-Request-Id (1-128 of [A-Za-z0-9._:-]) is echoed")
     func echoesSaneRequestID() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let longest = String(repeating: "a", count: 128)
         for id in ["abc", "A-Z.a_z:0-9", longest, "7"] {
@@ -54,7 +54,7 @@ struct OperationsRequestTests {
 
     @Test("an insane client X-Request-Id is replaced by a fresh one")
     func replacesInsaneRequestID() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let tooLong = String(repeating: "a", count: 129)
         var seen = Set<String>()
@@ -103,7 +103,7 @@ struct OperationsRequestTests {
 
     @Test("an unknown path is 404 E007 with or without a token, before authentication")
     func notFoundBeforeAuth() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let valid = try server.token(for: "ops-routing")
         for token in [nil, "garbage", valid] {
@@ -118,7 +118,7 @@ struct OperationsRequestTests {
 
     @Test("a method the path does not support is 405 E011 with Allow, with or without a token")
     func methodNotAllowedBeforeAuth() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let valid = try server.token(for: "ops-routing")
         let cases: [(method: String, path: String, allow: String)] = [
@@ -144,7 +144,7 @@ struct OperationsRequestTests {
 
     @Test("HEAD answers every GET route with the GET's status and headers and no body")
     func head() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let token = try server.token(for: "ops-head")
         for (path, auth) in [("/health", nil), ("/metrics", nil), ("/openapi.yaml", nil), ("/v1/categories", token), ("/v1/info", token)] {
@@ -167,7 +167,7 @@ struct OperationsRequestTests {
     @Test("each request writes one JSON log line: ts, level, msg, request_id, method, route, status, duration_ms, user_id")
     func requestLogLine() throws {
         let logs = LogLines()
-        let server = try TestServer.start(logger: logs.logger)
+        let server = try TestServer.start(.inProcess, logger: logs.logger)
         defer { server.stop() }
         let token = try server.token(for: "ops-logger")
         let id = UUID()
@@ -192,7 +192,7 @@ struct OperationsRequestTests {
     @Test("requests without a user or a route are logged too")
     func anonymousLogLines() throws {
         let logs = LogLines()
-        let server = try TestServer.start(logger: logs.logger)
+        let server = try TestServer.start(.inProcess, logger: logs.logger)
         defer { server.stop() }
         _ = try server.request("GET", "/v1/categories", headers: [("X-Request-Id", "log-anonymous")])
         _ = try server.request("GET", "/no/such/thing", headers: [("X-Request-Id", "log-unmatched")])

@@ -20,9 +20,10 @@ struct PushChangeDecodingTests {
             (#"{"changes":{}}"#, .invalid("changes", "must be an array")),
         ]
         for (text, error) in cases {
-            #expect(PushChange.batch(json: try JSONParser.parse(text), userID: "u") == .failure(error), "\(text)")
+            let body = try JSONParser.parse(text)
+            #expect(throws: error, "\(text)") { try PushChange.batch(json: body, userID: "u") }
         }
-        #expect(PushChange.batch(json: try JSONParser.parse(#"{"changes":[]}"#), userID: "u") == .success([]))
+        #expect(try PushChange.batch(json: try JSONParser.parse(#"{"changes":[]}"#), userID: "u") == [])
     }
 
     @Test("a well-formed change becomes its operation with a validated draft; the reported id is lower-case")

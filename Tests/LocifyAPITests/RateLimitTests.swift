@@ -1,3 +1,4 @@
+import Primitives
 import Foundation
 import JSON
 import Synchronization
@@ -13,7 +14,7 @@ struct RateLimiterTests {
     @Test("a full bucket admits `burst` requests at once, then refuses with the seconds until a token")
     func burstThenRefusal() throws {
         let clock = ManualClock<Double>()
-        let limiter = try #require(RateLimiter(ratePerSecond: 2, burst: 5, now: clock.closure))
+        let limiter = try #require(RateLimiter(ratePerSecond: 2, burst: 5, clock: clock.monotonic))
         for _ in 0..<5 { #expect(limiter.admit("alice") == nil) }
         // Empty bucket, 2 tokens/s: the next token is half a second away, rounded up to 1 s.
         #expect(limiter.admit("alice") == 1)
@@ -25,7 +26,7 @@ struct RateLimiterTests {
     @Test("Retry-After is the whole seconds until the next token, never 0")
     func retryAfterSeconds() throws {
         let clock = ManualClock<Double>()
-        let limiter = try #require(RateLimiter(ratePerSecond: 0.25, burst: 1, now: clock.closure))
+        let limiter = try #require(RateLimiter(ratePerSecond: 0.25, burst: 1, clock: clock.monotonic))
         #expect(limiter.admit("alice") == nil)
         #expect(limiter.admit("alice") == 4)
         clock.advance(by: 1.5)
@@ -39,7 +40,7 @@ struct RateLimiterTests {
     @Test("the bucket refills at the rate, up to the burst and no further")
     func refill() throws {
         let clock = ManualClock<Double>()
-        let limiter = try #require(RateLimiter(ratePerSecond: 10, burst: 3, now: clock.closure))
+        let limiter = try #require(RateLimiter(ratePerSecond: 10, burst: 3, clock: clock.monotonic))
         for _ in 0..<3 { #expect(limiter.admit("alice") == nil) }
         #expect(limiter.admit("alice") != nil)
         clock.advance(by: 3600)
@@ -50,7 +51,7 @@ struct RateLimiterTests {
     @Test("each user has a bucket of their own")
     func perUser() throws {
         let clock = ManualClock<Double>()
-        let limiter = try #require(RateLimiter(ratePerSecond: 1, burst: 2, now: clock.closure))
+        let limiter = try #require(RateLimiter(ratePerSecond: 1, burst: 2, clock: clock.monotonic))
         #expect(limiter.admit("alice") == nil)
         #expect(limiter.admit("alice") == nil)
         #expect(limiter.admit("alice") != nil)
@@ -61,15 +62,15 @@ struct RateLimiterTests {
 
     @Test("a rate or a burst of 0 turns limiting off")
     func disabled() {
-        #expect(RateLimiter(ratePerSecond: 0, burst: 100) == nil)
-        #expect(RateLimiter(ratePerSecond: 20, burst: 0) == nil)
-        #expect(RateLimiter(ratePerSecond: 20, burst: 100) != nil)
+        #expect(RateLimiter(ratePerSecond: 0, burst: 100, clock: .system) == nil)
+        #expect(RateLimiter(ratePerSecond: 20, burst: 0, clock: .system) == nil)
+        #expect(RateLimiter(ratePerSecond: 20, burst: 100, clock: .system) != nil)
     }
 
     @Test("idle buckets are forgotten without giving anyone more than a full bucket")
     func sweep() throws {
         let clock = ManualClock<Double>()
-        let limiter = try #require(RateLimiter(ratePerSecond: 1, burst: 2, now: clock.closure))
+        let limiter = try #require(RateLimiter(ratePerSecond: 1, burst: 2, clock: clock.monotonic))
         #expect(limiter.admit("alice") == nil)
         #expect(limiter.admit("alice") == nil)
         clock.advance(by: 61)
@@ -84,12 +85,14 @@ struct RateLimiterTests {
 /// Rate limiting through the whole server: 429 S001 with `Retry-After` (openapi.yaml).
 @Suite("Rate limiting end to end")
 struct RateLimitTests {
-    /// A server whose buckets hold `burst` requests and refill at `rate` per second.
-    private func server(rate: Double, burst: Double) throws -> TestServer {
-        try TestServer.start { configuration in
+    /// A server whose buckets hold `burst` requests and refill at `rate` per second: in process,
+    /// or `overSockets` for requests on a keep-alive connection.
+    private func server(rate: Double, burst: Double, overSockets: Bool = false) throws -> TestServer {
+        let configure = { (configuration: inout Configuration) in
             configuration.rateLimitPerSecond = rate
             configuration.rateLimitBurst = burst
         }
+        return try TestServer.start(overSockets ? .sockets : .inProcess, configure: configure)
     }
 
     @Test("past the burst a user gets 429 S001 with Retry-After in whole seconds")
@@ -148,7 +151,7 @@ struct RateLimitTests {
     @Test("a rate of 0 or a burst of 0 turns limiting off")
     func off() throws {
         for (rate, burst) in [(0.0, 100.0), (20.0, 0.0)] {
-            let server = try server(rate: rate, burst: burst)
+            let server = try server(rate: rate, burst: burst, overSockets: true)
             defer { server.stop() }
             let token = try server.token(for: "rate-off")
             let client = try RawHTTPClient(port: server.port)

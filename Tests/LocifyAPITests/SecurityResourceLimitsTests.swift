@@ -22,7 +22,7 @@ struct SecurityResourceLimitsTests {
 
     @Test("a body of exactly 2 MiB is read (the limit is inclusive); one byte more is 413 E010 before any of it is read")
     func bodyLimit() throws {
-        let user = try APIUser.fresh()
+        let user = try APIUser.fresh(on: SharedServer.live())
         let id = newID()
         let prefix = Array(#"{"id":"\#(id)","name":"Big","padding":""#.utf8)
         let suffix = Array(#""}"#.utf8)
@@ -39,7 +39,7 @@ struct SecurityResourceLimitsTests {
 
     @Test("a chunked body growing past 2 MiB is cut off with 413")
     func chunkedBodyLimit() throws {
-        let user = try APIUser.fresh()
+        let user = try APIUser.fresh(on: SharedServer.live())
         let client = try RawHTTPClient(port: user.server.port)
         defer { client.close() }
         let head = "POST /v1/categories HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(user.token)\r\n"
@@ -55,7 +55,7 @@ struct SecurityResourceLimitsTests {
 
     @Test("header block over 16 KiB or over 100 fields is 431; a request line over 8 KiB is 414; the connection is closed")
     func headerLimits() throws {
-        let server = try SharedServer.get()
+        let server = try SharedServer.live()
         let bigValue = String(repeating: "v", count: 16 * 1024)
         var response = try raw(server, Array("GET /health HTTP/1.1\r\nHost: a\r\nX-Big: \(bigValue)\r\n\r\n".utf8))
         #expect(response.status == 431)
@@ -115,7 +115,7 @@ struct SecurityResourceLimitsTests {
 
     @Test("the per-user rate limit answers 429 S001 with Retry-After in seconds, for that user only; operational endpoints are never limited")
     func rateLimit() throws {
-        let server = try TestServer.start { configuration in
+        let server = try TestServer.start(.inProcess) { configuration in
             configuration.rateLimitPerSecond = 0.2
             configuration.rateLimitBurst = 3
         }

@@ -14,7 +14,7 @@ struct SecurityResponseTests {
     @Test("an unexpected database failure is a generic 500 S002; the details go to the log with the request id")
     func genericServerError() throws {
         let log = CapturedLog()
-        let server = try TestServer.start(logger: log.logger)
+        let server = try TestServer.start(.inProcess, logger: log.logger)
         defer { server.stop() }
         let token = try server.token(for: "broken-" + newID().prefix(8))
         #expect(try server.request("GET", "/v1/categories", token: token).status == 200)
@@ -36,7 +36,7 @@ struct SecurityResponseTests {
     @Test("tokens are never echoed: not in 401 bodies or headers, not in other errors, not in the log")
     func tokensNeverEchoed() throws {
         let log = CapturedLog()
-        let server = try TestServer.start(logger: log.logger)
+        let server = try TestServer.start(.inProcess, logger: log.logger)
         defer { server.stop() }
         let valid = try server.token(for: "echo-" + newID().prefix(8))
         let forged = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZG1pbiJ9.c2VjcmV0LXNpZ25hdHVyZQ"
@@ -73,7 +73,7 @@ struct SecurityResponseTests {
 
     @Test("every response, errors and malformed HTTP included, says nosniff and no-store, and names no server software")
     func hardeningHeaders() throws {
-        let user = try APIUser.fresh()
+        let user = try APIUser.fresh(on: SharedServer.live())
         var responses = [
             try user.get("/v1/categories"), try user.get("/v1/categories/\(newID())"), try user.server.request("GET", "/health"),
             try user.server.request("GET", "/v1/users/me"),
@@ -93,7 +93,7 @@ struct SecurityResponseTests {
 
     @Test("malformed HTTP gets a bare status line and body, with no internals")
     func malformedHTTP() throws {
-        let server = try SharedServer.get()
+        let server = try SharedServer.live()
         for request in [
             "GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
             "GET /\u{1}x HTTP/1.1\r\nHost: a\r\n\r\n", "GET / HTTP/9.9\r\nHost: a\r\n\r\n", "\u{0}\u{0}\u{0}\r\n\r\n",

@@ -132,7 +132,7 @@ struct SyncLongPollTests {
         "wait is an integer from 0 to 60: anything else is 400 E001; 0 answers at once",
         arguments: ["61", "-1", "1.5", "x", "", "99999999999999999999"])
     func waitParameterIsValidated(value: String) throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let token = try server.token(for: "wait-param")
         let response = try server.request("GET", "/v1/sync/changes?wait=\(value)", token: token)
@@ -354,7 +354,7 @@ struct SyncLongPollTests {
 
     @Test("a write that succeeded notifies its user once, after its commit; a refused write or a read notifies nobody")
     func onlySuccessfulWritesNotify() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let sent = { server.application.liveStatistics?.notificationsSent ?? -1 }

@@ -36,7 +36,7 @@ struct SyncPullTests {
 
     @Test("without since, the feed is a snapshot of the live records: categories first, no tombstones")
     func snapshot() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         _ = try populate(client)
@@ -61,7 +61,7 @@ struct SyncPullTests {
 
     @Test("paging with a small limit delivers every record exactly once with an exact has_more", arguments: [1, 2, 3])
     func paging(limit: Int) throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let (categories, locations) = try populate(client)
@@ -107,7 +107,7 @@ struct SyncPullTests {
 
     @Test("deletes appear in the delta as tombstones: action delete, data null, deleted_at")
     func tombstones() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let (category, location) = (UUID(), UUID())
@@ -139,7 +139,7 @@ struct SyncPullTests {
 
     @Test("locations moved by a reassign and tombstoned by a cascade appear in the feed")
     func categoryDeletesReachTheFeed() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let (source, target) = (UUID(), UUID())
@@ -179,7 +179,7 @@ struct SyncPullTests {
 
     @Test("one category delete touching more records than a page is paged through within its stamp, none skipped")
     func bigCascadeAcrossPages() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let (big, target) = (UUID(), UUID())
@@ -209,7 +209,7 @@ struct SyncPullTests {
 
     @Test("another user's records never reach the feed, even under the same ids")
     func usersAreIsolated() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let alice = try SyncTestClient(server)
         let bob = try SyncTestClient(server)
@@ -233,7 +233,7 @@ struct SyncPullTests {
 
     @Test("limit must be an integer from 1 to 1000 (E001)", arguments: ["0", "1001", "-1", "abc", "1.5", "", "1e3", "99999999999999999999"])
     func badLimit(limit: String) throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let response = try client.pull(limit: limit)
@@ -242,7 +242,7 @@ struct SyncPullTests {
 
     @Test("limit defaults to 500 and accepts 1 and 1000")
     func limitBounds() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         for batch in 0..<10 {
@@ -263,7 +263,7 @@ struct SyncPullTests {
 
     @Test("a garbage, tampered or truncated cursor is E001, and so is another user's cursor")
     func badCursors() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let cursor = try client.page().cursor
@@ -285,7 +285,7 @@ struct SyncPullTests {
 
     @Test("a cursor issued longer ago than the retention is 410 E009")
     func expiredCursor() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         _ = try client.page()
@@ -304,7 +304,7 @@ struct SyncPullTests {
         }
 
         // For real, with a one-second retention: the time only moves forward.
-        let short = try TestServer.start { $0.tombstoneRetentionSeconds = 1 }
+        let short = try TestServer.start(.inProcess) { $0.tombstoneRetentionSeconds = 1 }
         defer { short.stop() }
         let shortClient = try SyncTestClient(short)
         let cursor = try shortClient.page().cursor
@@ -316,7 +316,7 @@ struct SyncPullTests {
 
     @Test("the last snapshot page's cursor continues exactly after the snapshot, with the changes made between pages")
     func snapshotThenDelta() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let home = UUID()
@@ -358,7 +358,7 @@ struct SyncPullTests {
 
     @Test("tombstones older than the retention are purged; live records stay")
     func purge() throws {
-        let server = try TestServer.start { configuration in
+        let server = try TestServer.start(.inProcess) { configuration in
             configuration.tombstoneRetentionSeconds = 1
             configuration.tombstonePurgeIntervalSeconds = 1
         }
@@ -401,7 +401,7 @@ struct SyncPullTests {
     @Test("a cursor from before the account was deleted and created again is 410 E009")
     func cursorAcrossAccountDeletion() throws {
         // A 1 s clock skew: tokens with iat <= deletion second + 1 are refused (issue 13 item 10).
-        let server = try TestServer.start(configure: { $0.tokenClockSkewSeconds = 1 })
+        let server = try TestServer.start(.inProcess, configure: { $0.tokenClockSkewSeconds = 1 })
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let category = UUID()

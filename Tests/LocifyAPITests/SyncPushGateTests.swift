@@ -11,7 +11,7 @@ import TestSupportServer
 struct SyncPushGateTests {
     @Test("an empty push reads the users table exactly once (one gate query), and answers 200 with no results")
     func oneGateQueryPerPush() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let token = try server.token(for: "gate-" + UUID().uuidString.lowercased().prefix(12))
         // The first push provisions the account; the pushes measured after it only pass the gate.
@@ -29,7 +29,7 @@ struct SyncPushGateTests {
 
     @Test("a revoked token is refused with 401 E005 before a malformed push body is reported")
     func revokedBeforeMalformedBody() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let token = try server.token(for: "gate-" + UUID().uuidString.lowercased().prefix(12))
         #expect(try server.request("POST", "/v1/sync/push", token: token, json: ["changes": []]).status == 200)

@@ -13,7 +13,7 @@ struct SyncPushTests {
 
     @Test("a batch of 50 changes is applied with one result per change, in the order sent")
     func fiftyChanges() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let categoryIDs = (0..<10).map { _ in UUID() }
@@ -38,7 +38,7 @@ struct SyncPushTests {
 
     @Test("51 changes are refused with 400 E001 and nothing is applied")
     func fiftyOneChanges() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let before = try client.drain(limit: 100).cursor
@@ -66,7 +66,7 @@ struct SyncPushTests {
             #expect(throws: ConfigurationError.self) { try Configuration(environment: environment) }
         }
 
-        let server = try TestServer.start { configuration in
+        let server = try TestServer.start(.inProcess) { configuration in
             configuration.maxPushChanges = 3
             configuration.tombstoneRetentionSeconds = 86_400
         }
@@ -91,7 +91,7 @@ struct SyncPushTests {
 
     @Test("mixed results come back in the order sent, and a bad change stops none of the others")
     func mixedResults() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let home = UUID()
@@ -159,7 +159,7 @@ struct SyncPushTests {
 
     @Test("a location and its new category apply in one batch, whichever is listed first", arguments: [true, false])
     func categoryAndLocationInOneBatch(locationFirst: Bool) throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let category = UUID()
@@ -179,7 +179,7 @@ struct SyncPushTests {
 
     @Test("a category delete with reassign runs after the batch's location changes, then a replay changes nothing")
     func reassignAfterMoves() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let old = UUID()
@@ -239,7 +239,7 @@ struct SyncPushTests {
 
     @Test("replaying a whole batch is idempotent: every change applied, versions unchanged, nothing new in the feed")
     func fullReplay() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let cafe = DefaultCategories.all[1].id
@@ -285,7 +285,7 @@ struct SyncPushTests {
 
     @Test("replaying a batch whose later item superseded an earlier one reports the earlier one as a conflict")
     func supersededReplay() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let id = UUID()
@@ -307,7 +307,7 @@ struct SyncPushTests {
 
     @Test("a change older than a tombstone is a conflict whose data is the tombstone")
     func conflictWithTombstone() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let id = UUID()
@@ -334,7 +334,7 @@ struct SyncPushTests {
 
     @Test("an item with an unknown type or action, or that is not an object, fails alone with E001")
     func malformedItems() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let good = UUID()
@@ -361,7 +361,7 @@ struct SyncPushTests {
 
     @Test("a category delete in a push wakes the clean-up worker, as the single-record delete does")
     func pushedDeleteWakesCleanup() throws {
-        let server = try TestServer.start(dependencies: { $0.cleanupSettings.pollInterval = .seconds(3600) })
+        let server = try TestServer.start(.inProcess, dependencies: { $0.cleanupSettings.pollInterval = .seconds(3600) })
         defer { server.stop() }
         let client = try SyncTestClient(server)
         let (category, location) = (UUID(), UUID())
@@ -383,7 +383,7 @@ struct SyncPushTests {
 
     @Test("a token issued before the account was deleted is refused (401 E005) whatever the batch holds")
     func revokedToken() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         #expect(try client.pushResults([C.change("category", "create", C.category(UUID(), name: "Before", at: 1))]).count == 1)
@@ -402,7 +402,7 @@ struct SyncPushTests {
 
     @Test("a push body without changes is E004, a non-array E001, bad JSON E001, a non-JSON media type 415 E012")
     func bodyErrors() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let client = try SyncTestClient(server)
         var response = try server.request("POST", "/v1/sync/push", token: client.token, json: ["other": 1])

@@ -14,7 +14,7 @@ struct UsersTests {
 
     @Test("GET returns exactly id, email, name, created_at and updated_at")
     func profileShape() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let uid = Self.uniqueUID("profile")
         let response = try server.request("GET", "/v1/users/me", token: server.token(for: uid, email: "p@example.com", name: "Pat"))
@@ -29,7 +29,7 @@ struct UsersTests {
 
     @Test("PUT renames (trimmed), returns the profile, and ignores id and email")
     func rename() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let uid = Self.uniqueUID("rename")
         let token = try server.token(for: uid, email: "r@example.com", name: "Before")
@@ -54,7 +54,7 @@ struct UsersTests {
 
     @Test("PUT accepts 1 and 255 characters and refuses empty, blank, 256 characters, control characters (E001), absent or null (E004)")
     func renameValidation() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let token = try server.token(for: Self.uniqueUID("rename-rules"))
         let accepted: [String] = ["x", String(repeating: "ñ", count: 255), " \t padded \n "]
@@ -90,7 +90,7 @@ struct UsersTests {
 
     @Test("DELETE answers 204 with no body")
     func deleteAnswers204() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let response = try server.request("DELETE", "/v1/users/me", as: Self.uniqueUID("delete-204"))
         #expect(response.status == 204)
@@ -99,7 +99,7 @@ struct UsersTests {
 
     @Test("deletion erases every row of the user in every table, and no row of another user")
     func deletionErasesEverything() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let victim = Self.uniqueUID("erase-victim")
         let bystander = Self.uniqueUID("erase-bystander")
@@ -126,7 +126,7 @@ struct UsersTests {
 
     @Test("deletion is one transaction: when its last statement fails, nothing is deleted and no job is queued")
     func deletionIsAtomic() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let uid = Self.uniqueUID("atomic")
         try AccountFixture.populate(server, uid)
@@ -148,7 +148,7 @@ struct UsersTests {
 
     @Test("after deletion, a token issued before it or in the same second is refused on every endpoint and re-creates nothing")
     func oldTokensAreRefused() throws {
-        let server = try TestServer.start()
+        let server = try TestServer.start(.inProcess)
         defer { server.stop() }
         let uid = Self.uniqueUID("revoked")
         let issuedBefore = Date().timeIntervalSince1970 - 30
@@ -176,7 +176,7 @@ struct UsersTests {
     @Test("a token issued after the deletion second + clock skew gets a new, empty account with the default categories; old tokens stay refused")
     func freshTokenStartsOver() throws {
         // A 1 s skew: tokens with iat <= deletion second + 1 are refused (issue 13 item 10).
-        let server = try TestServer.start(configure: { $0.tokenClockSkewSeconds = 1 })
+        let server = try TestServer.start(.inProcess, configure: { $0.tokenClockSkewSeconds = 1 })
         defer { server.stop() }
         let uid = Self.uniqueUID("reborn")
         let oldToken = try server.token(for: uid, issuedAt: Date().timeIntervalSince1970 - 30, email: "old@example.com", name: "Old")

@@ -1,22 +1,33 @@
 import Foundation
+import LocifyRules
 import Testing
 
 @testable import LocifyClient
 
+/// The client's side of the rules it shares with the server (`LocifyRules`): its dates are written
+/// and read by the shared `Timestamp` rule, and its errors decode every code of the shared
+/// `ErrorCode` table answered with that table's status; the expectations come from the rules
+/// themselves, not from copies of them.
 @Suite("LocifyClient pure rules: timestamps, error decoding")
 struct PureRulesTests {
-    @Test("dates travel as the server writes them: RFC 3339 at whole milliseconds, read back to the same millisecond")
+    @Test("dates travel as the server writes them (the shared Timestamp rule), read back to the same millisecond")
     func timestamps() throws {
         struct Stamped: Codable, Equatable { var at: Date }
         for value: Int64 in [1_748_733_300_123, 1_748_733_300_999, 1_000_000_000_001, 4_102_444_800_007, 0, -1] {
             let date = Date(locifyMilliseconds: value)
             #expect(date.locifyMilliseconds == value, "no floating-point drift")
             let json = try JSONCoding.encoder.encode(Stamped(at: date))
+            #expect(String(decoding: json, as: UTF8.self) == #"{"at":"\#(Timestamp(milliseconds: value).rfc3339)"}"#)
             #expect(try JSONCoding.decoder.decode(Stamped.self, from: json).at.locifyMilliseconds == value)
         }
-        #expect(String(decoding: try JSONCoding.encoder.encode(Stamped(at: Date(locifyMilliseconds: 1_748_733_300_123))), as: UTF8.self)
-            == #"{"at":"2025-05-31T23:15:00.123Z"}"#)
-        #expect(throws: DecodingError.self) { try JSONCoding.decoder.decode(Stamped.self, from: Data(#"{"at":"not a date"}"#.utf8)) }
+        #expect(Timestamp(milliseconds: 1_748_733_300_123).rfc3339 == "2025-05-31T23:15:00.123Z", "the form openapi.yaml shows")
+        // What the shared parser refuses, the client refuses.
+        for text in ["not a date", "2025-05-31T23:15:00.123", "2025-02-30T00:00:00.000Z"] {
+            #expect(Timestamp(rfc3339: text) == nil, "\(text)")
+            #expect(throws: DecodingError.self, "\(text)") {
+                try JSONCoding.decoder.decode(Stamped.self, from: Data(#"{"at":"\#(text)"}"#.utf8))
+            }
+        }
     }
 
     @Test("error bodies decode to the code's case; E008 carries the server's record or tombstone")
@@ -44,30 +55,23 @@ struct PureRulesTests {
         }
         #expect(category.name == "Coffee" && category.version == 4 && category.isDefault)
 
-        let codes: [(String, Int, (LocifyError) -> Bool)] = [
-            ("E001", 400, { if case .invalidInput = $0 { true } else { false } }),
-            ("E002", 400, { if case .invalidUUID = $0 { true } else { false } }),
-            ("E003", 400, { if case .invalidCoordinates = $0 { true } else { false } }),
-            ("E004", 400, { if case .missingField = $0 { true } else { false } }),
-            ("E005", 401, { if case .unauthorized = $0 { true } else { false } }),
-            ("E006", 403, { if case .forbidden = $0 { true } else { false } }),
-            ("E007", 404, { if case .notFound = $0 { true } else { false } }),
-            ("E009", 410, { if case .cursorExpired = $0 { true } else { false } }),
-            ("E010", 413, { if case .payloadTooLarge = $0 { true } else { false } }),
-            ("E011", 405, { if case .methodNotAllowed = $0 { true } else { false } }),
-            ("E012", 415, { if case .unsupportedMediaType = $0 { true } else { false } }),
-            ("S001", 429, { if case .rateLimited(_, retryAfter: 3) = $0 { true } else { false } }),
-            ("S002", 500, { if case .serverError = $0 { true } else { false } }),
-            ("S003", 503, { if case .unavailable(_, retryAfter: 3) = $0 { true } else { false } }),
-            ("E999", 400, { if case .unknownCode = $0 { true } else { false } }),
-        ]
-        for (code, status, matches) in codes {
-            let body = Data(#"{"error":{"code":"\#(code)","message":"m","details":[{"field":"name","message":"bad"}]}}"#.utf8)
-            let error = LocifyError.decode(status: status, body: body, kind: nil, requestID: nil, retryAfter: 3)
-            #expect(matches(error), "\(code) decoded as \(error)")
-            #expect(error.code == code)
+        // Every other code of the shared table, answered with the table's status.
+        #expect(Set(Self.clientCase.keys) == Set(ErrorCode.allCases), "every shared code has its client case")
+        for code in ErrorCode.allCases where code != .conflict {
+            let body = Data(#"{"error":{"code":"\#(code.rawValue)","message":"m","details":[{"field":"name","message":"bad"}]}}"#.utf8)
+            let error = LocifyError.decode(status: code.httpStatus, body: body, kind: nil, requestID: nil, retryAfter: 3)
+            #expect(Mirror(reflecting: error).children.first?.label == Self.clientCase[code], "\(code.rawValue) decoded as \(error)")
+            if code == .rateLimited || code == .unavailable {
+                let server = try #require(error.serverError)
+                #expect([LocifyError.rateLimited(server, retryAfter: 3), .unavailable(server, retryAfter: 3)].contains(error), "Retry-After")
+            }
+            #expect(error.code == code.rawValue)
             #expect(error.serverError?.details == [ServerError.FieldDetail(field: "name", message: "bad")])
         }
+        let unknown = LocifyError.decode(
+            status: 400, body: Data(#"{"error":{"code":"E999","message":"m"}}"#.utf8), kind: nil, requestID: nil, retryAfter: nil)
+        #expect(unknown.code == "E999")
+        if case .unknownCode = unknown {} else { Issue.record("expected unknownCode, got \(unknown)") }
         let notJSON = LocifyError.decode(status: 502, body: Data("<html>".utf8), kind: nil, requestID: nil, retryAfter: nil)
         #expect(notJSON == .unexpectedResponse(status: 502, body: "<html>"))
     }
@@ -92,4 +96,14 @@ struct PureRulesTests {
             return
         }
     }
+
+    /// The client's case for each code of the shared table; a code added to the table fails the
+    /// test until the client maps it.
+    static let clientCase: [ErrorCode: String] = [
+        .invalidInput: "invalidInput", .invalidUUID: "invalidUUID", .invalidCoordinates: "invalidCoordinates",
+        .missingField: "missingField", .unauthenticated: "unauthorized", .forbidden: "forbidden", .notFound: "notFound",
+        .conflict: "conflict", .cursorExpired: "cursorExpired", .bodyTooLarge: "payloadTooLarge",
+        .methodNotAllowed: "methodNotAllowed", .unsupportedMediaType: "unsupportedMediaType", .rateLimited: "rateLimited",
+        .internalError: "serverError", .unavailable: "unavailable",
+    ]
 }

@@ -38,7 +38,7 @@ struct AccountGateTests {
         let db = try LocifyTestDatabase.create(now: { Self.fixed })
         defer { db.drop() }
         let pusher = TestConstants.newCaller()
-        _ = try db.services.sync.push(pusher, .success([]))
+        _ = try db.services.sync.push(pusher, [])
         #expect(try db.services.users.profile(pusher).createdAt == Self.fixed)
         let puller = TestConstants.newCaller()
         _ = try db.services.sync.pull(puller, since: nil, limit: 10)

@@ -27,7 +27,7 @@ struct SyncConcurrencyTests {
 
     /// One random push batch of 1-8 creates, updates and deletes (mostly server-stamped, a few
     /// with an old `updated_at` that will lose); every id it creates goes into `registry`.
-    static func randomBatch(writer: Int, batch: Int, rng: inout SeededGenerator, shared: Shared) throws -> Result<[PushChange], LocifyError> {
+    static func randomBatch(writer: Int, batch: Int, rng: inout SeededGenerator, shared: Shared) throws -> [PushChange] {
         var changes: [PushChange] = []
         for index in 0..<Int.random(in: 1...8, using: &rng) {
             let known = shared.registry.withLock { $0 }
@@ -64,7 +64,7 @@ struct SyncConcurrencyTests {
             let (type, operation) = try make(stale)
             changes.append(PushChange(type: type, id: nil, operation: .success(operation)))
         }
-        return .success(changes)
+        return changes
     }
 
     /// A location draft with random coordinates and flag, its `updated_at` given later.
@@ -85,7 +85,7 @@ struct SyncConcurrencyTests {
     ) throws -> DomainReplica {
         var rng = SeededGenerator(seed: seed)
         var replica = DomainReplica()
-        var cursor: String?
+        var cursor: SyncCursor?
         while true {
             let finishedBefore = isFinished()
             let limit = Int.random(in: 1...25, using: &rng)

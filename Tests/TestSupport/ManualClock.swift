@@ -1,3 +1,4 @@
+import Primitives
 import HTTPServer
 import LocifyRules
 import Synchronization
@@ -32,11 +33,14 @@ extension ManualClock where Value == Double {
     public func advance(by seconds: Double) {
         current.withLock { $0 += seconds }
     }
+
+    /// The clock as a monotonic clock (seconds since its origin), for the rate limiters.
+    public var monotonic: MonotonicClock { MonotonicClock { [self] in .seconds(now) } }
 }
 
 extension ManualClock where Value == Duration {
-    /// The HTTP server's monotonic clock, driven by hand.
-    public var httpClock: HTTPServerClock { HTTPServerClock { [self] in now } }
+    /// The monotonic clock (`MonotonicClock`; the HTTP server's), driven by hand.
+    public var httpClock: MonotonicClock { MonotonicClock { [self] in now } }
 
     /// Moves the clock forward by `duration`.
     public func advance(by duration: Duration) {

@@ -31,6 +31,47 @@ public struct RawHTTPResponse: Sendable, Equatable {
 
     /// The body as UTF-8 text.
     public var text: String { String(decoding: body, as: UTF8.self) }
+
+    /// The response whose bytes are the whole of `bytes` (a body without `Content-Length` runs to
+    /// their end), as `RawHTTPClient.readResponse` reads it off a socket.
+    public static func parse(_ bytes: [UInt8], isResponseToHead: Bool = false) throws(RawHTTPClientError) -> RawHTTPResponse {
+        guard let headEnd = RawHTTPClient.find([13, 10, 13, 10], in: bytes) else {
+            throw .malformedResponse("no header section")
+        }
+        let (status, reason, headers) = try parseHead(bytes[0..<headEnd])
+        var body = Array(bytes[(headEnd + 4)...])
+        if !hasBody(status: status, isResponseToHead: isResponseToHead) {
+            body = []
+        } else if let lengthText = headers["Content-Length"] {
+            guard let length = Int(lengthText), length <= body.count else { throw .malformedResponse("bad Content-Length") }
+            body = Array(body[0..<length])
+        }
+        return RawHTTPResponse(status: status, reason: reason, headers: headers, body: body)
+    }
+
+    /// The status line and header fields of a head (its bytes before the empty line).
+    static func parseHead(_ bytes: ArraySlice<UInt8>) throws(RawHTTPClientError) -> (Int, String, HTTPHeaders) {
+        let head = String(decoding: bytes, as: UTF8.self)
+        var lines = head.components(separatedBy: "\r\n")
+        let statusLine = lines.removeFirst()
+        let statusParts = statusLine.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+        guard statusParts.count >= 2, statusParts[0] == "HTTP/1.1", let status = Int(statusParts[1]) else {
+            throw .malformedResponse("bad status line: \(statusLine)")
+        }
+        var headers = HTTPHeaders()
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { throw .malformedResponse("bad field line: \(line)") }
+            headers.add(
+                String(line[..<colon]),
+                String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
+        }
+        return (status, statusParts.count > 2 ? String(statusParts[2]) : "", headers)
+    }
+
+    /// Whether a response with `status` has a body (none to HEAD, 1xx, 204 and 304).
+    static func hasBody(status: Int, isResponseToHead: Bool) -> Bool {
+        !(isResponseToHead || (100..<200).contains(status) || status == 204 || status == 304)
+    }
 }
 
 /// A tiny blocking TCP client for tests: send raw bytes, read one response at a time, detect
@@ -116,23 +157,9 @@ public final class RawHTTPClient: @unchecked Sendable {
             try receiveMore(until: deadline)
         }
         guard let headEnd else { throw .malformedResponse("no header section") }
-        let head = String(decoding: received[0..<headEnd], as: UTF8.self)
-        var lines = head.components(separatedBy: "\r\n")
-        let statusLine = lines.removeFirst()
-        let statusParts = statusLine.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-        guard statusParts.count >= 2, statusParts[0] == "HTTP/1.1", let status = Int(statusParts[1]) else {
-            throw .malformedResponse("bad status line: \(statusLine)")
-        }
-        var headers = HTTPHeaders()
-        for line in lines {
-            guard let colon = line.firstIndex(of: ":") else { throw .malformedResponse("bad field line: \(line)") }
-            headers.add(
-                String(line[..<colon]),
-                String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
-        }
+        let (status, reason, headers) = try RawHTTPResponse.parseHead(received[0..<headEnd])
         received.removeFirst(headEnd + 4)
-        let reason = statusParts.count > 2 ? String(statusParts[2]) : ""
-        if isResponseToHead || (100..<200).contains(status) || status == 204 || status == 304 {
+        if !RawHTTPResponse.hasBody(status: status, isResponseToHead: isResponseToHead) {
             return RawHTTPResponse(status: status, reason: reason, headers: headers, body: [])
         }
         if let lengthText = headers["Content-Length"] {
@@ -224,7 +251,7 @@ public final class RawHTTPClient: @unchecked Sendable {
         throw .closed(received: received)
     }
 
-    private static func find(_ pattern: [UInt8], in bytes: [UInt8]) -> Int? {
+    static func find(_ pattern: [UInt8], in bytes: [UInt8]) -> Int? {
         guard bytes.count >= pattern.count else { return nil }
         for start in 0...(bytes.count - pattern.count) where bytes[start] == pattern[0] {
             if Array(bytes[start..<(start + pattern.count)]) == pattern { return start }

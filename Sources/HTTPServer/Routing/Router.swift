@@ -57,7 +57,13 @@ public struct Router<Handler: Sendable>: Sendable {
     /// Every registered (method, pattern) pair, sorted by pattern then method: the route table as
     /// documentation and contract tests see it (HEAD is implied by GET and not listed).
     public var routes: [(method: HTTPMethod, pattern: String)] {
-        nodes.flatMap { node in node.routes.map { (method: $0.key, pattern: $0.value.pattern) } }
+        entries.map { (method: $0.method, pattern: $0.pattern) }
+    }
+
+    /// Every registered route with its handler, sorted as `routes`: lets an application derive
+    /// what it needs before routing (which paths are answered inline, say) from the table itself.
+    public var entries: [(method: HTTPMethod, pattern: String, handler: Handler)] {
+        nodes.flatMap { node in node.routes.map { (method: $0.key, pattern: $0.value.pattern, handler: $0.value.handler) } }
             .sorted { ($0.pattern, $0.method) < ($1.pattern, $1.method) }
     }
 

@@ -1,4 +1,5 @@
 import Glibc
+import Primitives
 
 /// Everything the server can be tuned with: address, limits, timeouts, threads.
 public struct HTTPServerConfiguration: Sendable {
@@ -72,8 +73,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var lingeringCloseTimeout: Duration = .seconds(2)
     /// How often the I/O threads check deadlines. Default 250 ms.
     public var timerResolution: Duration = .milliseconds(250)
-    /// The clock timeouts are measured with. Default: `CLOCK_MONOTONIC`.
-    public var clock: HTTPServerClock = .monotonic
+    /// The clock timeouts are measured with (the application's monotonic clock). Default:
+    /// `CLOCK_MONOTONIC`.
+    public var clock: MonotonicClock = .system
 
     /// Most open client connections. At the limit, while clients wait in the listen backlog,
     /// each I/O thread closes its longest-idle connections (waiting for a request's first byte)

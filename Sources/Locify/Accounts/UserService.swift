@@ -30,13 +30,17 @@ public struct UserService: Sendable {
         }
     }
 
-    /// `PUT /v1/users/me`: renames the user; the name must pass the name rule (trimmed, 1-255
-    /// code points, no control characters; E001 otherwise).
+    /// The name rule of a profile (trimmed, 1-255 code points, no control characters; E001
+    /// otherwise): the name as stored. The API applies it while decoding the request.
+    public static func name(_ raw: String) throws(LocifyError) -> String {
+        try LocifyError.applying({ (raw) throws(RuleViolation) in try TextRules.name(raw, field: "name") }, to: raw)
+    }
+
+    /// `PUT /v1/users/me`: renames the user; the name must pass the name rule (`name(_:)`).
     public func update(_ caller: Caller, name raw: String) throws -> UserProfile {
-        try pool.withTransaction { connection in
+        let name = try Self.name(raw)
+        return try pool.withTransaction { connection in
             _ = try AccountGate.beginWrite(connection, caller, now: now)
-            // Checked after the gate: a revoked token is 401 before a bad name is 400.
-            let name = try LocifyError.applying({ (raw) throws(RuleViolation) in try TextRules.name(raw, field: "name") }, to: raw)
             let rows = try connection.query(
                 """
                 UPDATE users u SET name = \(name), updated_at = \(now()) WHERE u.id = \(caller.userID)

@@ -52,16 +52,20 @@ public struct CategoryService: Sendable {
     /// they are shown deleted, and their folders and owned objects are queued as well. Returns the
     /// tombstone.
     public func delete(_ caller: Caller, id: UUID, updatedAt: Timestamp?, reassignTo: UUID?) throws -> Category {
-        try records.delete(
+        try Self.checkDeletion(id: id, reassignTo: reassignTo)
+        return try records.delete(
             caller, id: id, updatedAt: updatedAt,
-            check: {
-                guard let reassignTo else { return }
-                try LocifyError.applying(
-                    { (target) throws(RuleViolation) in try CategoryRules.checkReassignTarget(target, deleting: id) }, to: reassignTo)
-            },
             afterTombstone: { connection, stored, _, stamp in
                 try removeContents(connection, caller.userID, category: stored, reassignTo: reassignTo, stamp: stamp)
             })
+    }
+
+    /// Refuses a delete that reassigns the category's locations to the category itself (E001).
+    /// The API checks it while decoding the request, so a revoked token is 401 before this 400.
+    public static func checkDeletion(id: UUID, reassignTo: UUID?) throws(LocifyError) {
+        guard let reassignTo else { return }
+        try LocifyError.applying(
+            { (target) throws(RuleViolation) in try CategoryRules.checkReassignTarget(target, deleting: id) }, to: reassignTo)
     }
 
     private func removeContents(

@@ -82,17 +82,15 @@ struct RecordService<Table: RecordTable>: Sendable {
     }
 
     /// DELETE: tombstones the record (idempotent; a newer delete of a tombstone moves it to its
-    /// time) and returns the tombstone. `check` runs after the account gate (a revoked token is 401
-    /// before a bad request is 400); `afterTombstone` runs when the delete was stored, with the
+    /// time) and returns the tombstone. `afterTombstone` runs when the delete was stored, with the
     /// record before it, the tombstone and the change stamp.
     func delete(
-        _ caller: Caller, id: UUID, updatedAt: Timestamp?, check: () throws -> Void = {},
+        _ caller: Caller, id: UUID, updatedAt: Timestamp?,
         afterTombstone: (PostgresConnection, Record, Record, Int64) throws -> Void = { _, _, _, _ in }
     ) throws -> Record {
         do {
             return try pool.withTransaction { connection in
                 let stamp = try AccountGate.beginWrite(connection, caller, now: now)
-                try check()
                 let stored = try Table.find(connection, userID: caller.userID, id: id)
                 let decision = LastWriteWins.decide(
                     .delete, stored: stored?.clock, requested: updatedAt, sameContent: false, now: now())

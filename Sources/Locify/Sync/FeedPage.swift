@@ -4,8 +4,9 @@ import FoundationEssentials
 public struct FeedPage: Sendable {
     /// Upserts (live records) and deletes (tombstones); all categories before all locations.
     public var changes: [RecordState]
-    /// The opaque cursor to pass back as `since`.
-    public var cursor: String
+    /// Where the next page starts: passed back as `since`, encoded for the user (opaque to
+    /// clients: `SyncCursor.encoded(for:)`).
+    public var cursor: SyncCursor
     /// True exactly when more changes remain after this page.
     public var hasMore: Bool
 }

@@ -6,8 +6,10 @@ import Primitives
 extension SyncService {
     /// One page of the caller's change feed after `since` (or a snapshot without it), read in one
     /// REPEATABLE READ, read-only transaction with its next cursor computed inside it.
-    /// - Parameter limit: 1-1000 changes (validated by the API layer).
-    public func pull(_ caller: Caller, since: String?, limit: Int) throws -> FeedPage {
+    /// - Parameters:
+    ///   - since: the cursor of the previous page, decoded for the caller (`SyncCursor(encoded:userID:)`).
+    ///   - limit: 1-1000 changes (validated by the API layer).
+    public func pull(_ caller: Caller, since: SyncCursor?, limit: Int) throws -> FeedPage {
         do {
             return try readPage(caller, since: since, limit: limit)
         } catch is AccountMissing {
@@ -20,7 +22,7 @@ extension SyncService {
 
     private struct AccountMissing: Error {}
 
-    private func readPage(_ caller: Caller, since: String?, limit: Int) throws -> FeedPage {
+    private func readPage(_ caller: Caller, since start: SyncCursor?, limit: Int) throws -> FeedPage {
         try pool.withTransaction(isolation: .repeatableRead, readOnly: true) { connection in
             guard
                 let user = try connection.query(
@@ -31,8 +33,6 @@ extension SyncService {
                 ).first
             else { throw AccountMissing() }
             try AccountGate.check(tokensValidAfter: user.decode(0), caller)
-            // Decoded after the gate: a revoked token is 401 before a malformed cursor is 400.
-            let start = try since.map { (text) throws(LocifyError) in try SyncCursor(encoded: text, userID: caller.userID) }
             let serverNow: Timestamp = try user.decode(2)
             let accountCreatedAt: Timestamp = try user.decode(3)
             let purgedThrough: Int64 = try user.decode(4)
@@ -58,7 +58,7 @@ extension SyncService {
             // its position was first established (retention, openapi.yaml).
             if !hasMore { cursor = .after(seq: max(highWater, cursor.seq), issuedAt: serverNow) }
             let ordered = changes.filter { $0.kind == .category } + changes.filter { $0.kind == .location }
-            return FeedPage(changes: ordered, cursor: cursor.encoded(for: caller.userID), hasMore: hasMore)
+            return FeedPage(changes: ordered, cursor: cursor, hasMore: hasMore)
         }
     }
 

@@ -63,6 +63,12 @@ public struct PushResult: Sendable {
         case conflict(RecordState)
         /// Refused; the error says why (E001-E007).
         case failed(LocifyError)
+
+        /// Whether the change's write transaction ran (and so did the account gate).
+        var passedGate: Bool {
+            if case .failed = self { return false }
+            return true
+        }
     }
 
     /// The change's `type` as sent (nil when absent or not a string).
@@ -74,28 +80,35 @@ public struct PushResult: Sendable {
 }
 
 extension SyncService {
-    /// Applies a push batch, given as decoded by the API layer: the changes, or why the batch
-    /// itself is malformed. The whole request fails only when the batch is malformed or too large
-    /// (nothing is applied then), when the token is refused, or when the database fails; a bad
-    /// change only fails its own result.
-    public func push(_ caller: Caller, _ batch: Result<[PushChange], LocifyError>) throws -> [PushResult] {
-        // The account gate once, up front: it refuses a revoked token before a malformed batch is
-        // reported, and provisions a new user, even when no change reaches a write transaction
-        // (an empty batch, or every change malformed) (openapi.yaml).
-        try pool.withConnection { connection in try AccountGate.admit(connection, caller, now: categories.now) }
-        let changes = try batch.get()
-        if changes.count > maxPushChanges {
-            throw LocifyError.invalid("changes", "must hold at most \(maxPushChanges) changes")
-        }
+    /// Applies a push batch as the API layer decoded it. The whole request fails only when the
+    /// batch is too large (nothing is applied then), when the token is refused, or when the
+    /// database fails; a bad change only fails its own result.
+    public func push(_ caller: Caller, _ changes: [PushChange]) throws -> [PushResult] {
+        try checkBatchSize(changes.count)
         var outcomes = [PushResult.Outcome?](repeating: nil, count: changes.count)
         let order = changes.indices.sorted { (changes[$0].group, $0) < (changes[$1].group, $1) }
         for index in order {
             outcomes[index] = try apply(changes[index].operation, caller)
         }
+        // Every applied change (or conflict) passed the account gate in its transaction. A push
+        // none of whose changes did (an empty batch, every change refused) runs it alone, so a
+        // revoked token is E005 rather than a 200 of per-change errors, and a new user is
+        // provisioned (openapi.yaml).
+        if !outcomes.contains(where: { $0?.passedGate ?? false }) {
+            try pool.withConnection { connection in try AccountGate.admit(connection, caller, now: categories.now) }
+        }
         return changes.indices.map { index in
             PushResult(
                 type: changes[index].type, id: changes[index].id,
                 outcome: outcomes[index] ?? .failed(.invalid("changes", "was not applied")))
+        }
+    }
+
+    /// Refuses a batch of more than `maxPushChanges` changes (E001): the API checks it while
+    /// decoding the request, before any change is applied.
+    public func checkBatchSize(_ count: Int) throws(LocifyError) {
+        if count > maxPushChanges {
+            throw .invalid("changes", "must hold at most \(maxPushChanges) changes")
         }
     }
 

@@ -14,7 +14,7 @@ final class ReadinessCache: Sendable {
 
     private let maxAge: Double
     private let probe: @Sendable () -> Bool
-    private let now: @Sendable () -> Double
+    private let clock: MonotonicClock
     private let state = Mutex(State())
     /// Held while probing, so callers with no answer yet can wait for the first one.
     private let firstProbe = Mutex(())
@@ -23,18 +23,18 @@ final class ReadinessCache: Sendable {
     ///   - maxAge: seconds an answer is reused. Default 1.
     ///   - probe: true when the database answers.
     init(
-        maxAge: Double = 1, now: @escaping @Sendable () -> Double = RateLimiter.monotonicSeconds,
+        maxAge: Double = 1, clock: MonotonicClock,
         probe: @escaping @Sendable () -> Bool
     ) {
         self.maxAge = maxAge
-        self.now = now
+        self.clock = clock
         self.probe = probe
     }
 
     /// The readiness answer: cached when younger than `maxAge` or while another probe runs
     /// (before the first answer, callers wait for that probe rather than guess).
     func isReady() -> Bool {
-        let time = now()
+        let time = clock.seconds()
         enum Step { case answer(Bool), probe, wait }
         let step: Step = state.withLock { state in
             if let probedAt = state.probedAt, time - probedAt < maxAge { return .answer(state.ready) }
@@ -55,7 +55,7 @@ final class ReadinessCache: Sendable {
         case .probe:
             return firstProbe.withLock { _ in
                 let ready = probe()
-                let finished = now()
+                let finished = clock.seconds()
                 state.withLock { state in
                     state.ready = ready
                     state.probedAt = finished

@@ -2,6 +2,7 @@ import FirebaseAdmin
 import HTTPServer
 import Locify
 import Logging
+import Primitives
 
 /// The HTTP face of the server, assembled: the request pipeline `HTTPServer` runs, its route
 /// table, and the switch that makes `/health/ready` answer 503 while the server drains. Built by
@@ -21,10 +22,11 @@ public struct APIFront: Sendable {
     ///   - databaseReady: whether the database answers, for `/health/ready` (cached there).
     ///   - gauges: what `/metrics` reports besides the request counters, read at each scrape.
     ///   - openAPIDocument: the contract `/openapi.yaml` serves; nil when it was not found.
+    ///   - clock: the application's monotonic clock (rate limits, readiness cache, durations).
     public init(
         configuration: Configuration, maxBodyBytes: Int, services: LocifyServices, verifier: IDTokenVerifier,
         liveChanges: LiveChanges?, cleanupQueued: @escaping @Sendable () -> Void, databaseReady: @escaping @Sendable () -> Bool,
-        gauges: @escaping @Sendable () -> MetricsGauges, openAPIDocument: [UInt8]?, logger: Logger
+        gauges: @escaping @Sendable () -> MetricsGauges, openAPIDocument: [UInt8]?, clock: MonotonicClock, logger: Logger
     ) {
         let metrics = Metrics()
         let readiness = Readiness()
@@ -42,27 +44,31 @@ public struct APIFront: Sendable {
         UserRoutes(services: services, cleanupQueued: cleanupQueued).register(in: &router)
         OperationsRoutes(
             draining: readiness,
-            readiness: ReadinessCache(probe: databaseReady),
+            readiness: ReadinessCache(clock: clock, probe: databaseReady),
             metrics: { metrics.render(gauges()) },
             openAPIDocument: openAPIDocument,
             authEmulatorMode: configuration.authEmulatorHost != nil
         ).register(in: &router)
 
-        var responder = LocifyResponder(
-            router: router,
-            authenticator: Authenticator(verifier: verifier, revocationSkewSeconds: verifier.clockSkew, logger: logger),
-            rateLimiter: RateLimiter(ratePerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
-            addressLimiter: RateLimiter(
-                ratePerSecond: configuration.addressRateLimitPerSecond, burst: configuration.addressRateLimitBurst,
-                maxKeys: 100_000),
-            refusedLogLines: RateLimiter(ratePerSecond: 100, burst: 100),
-            floodLog: SampledLog(),
-            admit: { caller in try services.users.admit(caller) }, inlinePaths: OperationsRoutes.inlinePaths, metrics: metrics,
-            logger: logger)
+        var writeCommitted: (@Sendable (String) -> Void)?
         if let liveChanges {
-            responder.writeCommitted = { userID in liveChanges.changed(userID) }
+            writeCommitted = { userID in liveChanges.changed(userID) }
         }
-        self.responder = responder
+        self.responder = LocifyResponder(
+            router: router,
+            refusals: RefusalLimiter(
+                buckets: RateLimiter(
+                    ratePerSecond: configuration.addressRateLimitPerSecond, burst: configuration.addressRateLimitBurst,
+                    maxKeys: 100_000, clock: clock)),
+            authenticator: Authenticator(verifier: verifier, revocationSkewSeconds: verifier.clockSkew, logger: logger),
+            rateLimiter: RateLimiter(
+                ratePerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst, clock: clock),
+            gate: AccountGateStage(admit: { caller in try services.users.admit(caller) }),
+            renderer: ResponseRenderer(logger: logger),
+            observer: RequestObserver(
+                metrics: metrics, clock: clock, logger: logger,
+                refusedLogLines: RateLimiter(ratePerSecond: 100, burst: 100, clock: clock), floodLog: SampledLog(clock: clock),
+                writeCommitted: writeCommitted))
         self.readiness = readiness
         routes = router.routes
     }

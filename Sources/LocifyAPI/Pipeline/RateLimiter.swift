@@ -1,5 +1,5 @@
 import FoundationEssentials
-import Glibc
+import Primitives
 import Synchronization
 
 /// A token bucket per key (a user, or a client address; openapi.yaml): `burst` requests
@@ -21,19 +21,16 @@ final class RateLimiter: Sendable {
     let burst: Double
     /// Most buckets kept; keys beyond share one.
     let maxKeys: Int
-    private let now: @Sendable () -> Double
+    private let clock: MonotonicClock
     private let state = Mutex(State())
 
     /// nil when limiting is off (either value 0).
-    init?(
-        ratePerSecond: Double, burst: Double, maxKeys: Int = 1_000_000,
-        now: @escaping @Sendable () -> Double = RateLimiter.monotonicSeconds
-    ) {
+    init?(ratePerSecond: Double, burst: Double, maxKeys: Int = 1_000_000, clock: MonotonicClock) {
         guard ratePerSecond > 0, burst > 0 else { return nil }
         self.ratePerSecond = ratePerSecond
         self.burst = max(burst, 1)
         self.maxKeys = max(maxKeys, 1)
-        self.now = now
+        self.clock = clock
     }
 
     /// The key every new key shares once `maxKeys` buckets exist (not a valid user id or address).
@@ -55,7 +52,7 @@ final class RateLimiter: Sendable {
     static let maximumRetryAfterSeconds = 86_400
 
     private func take(_ key: String, count: Double) -> Int? {
-        let now = self.now()
+        let now = clock.seconds()
         return state.withLock { state in
             if now - state.lastSweep > 60 || (state.buckets.count >= maxKeys && now - state.lastSweep > 1) {
                 sweep(&state, now: now)
@@ -80,11 +77,5 @@ final class RateLimiter: Sendable {
         state.lastSweep = now
         let full = burst / ratePerSecond
         state.buckets = state.buckets.filter { now - $0.value.updated < full }
-    }
-
-    static func monotonicSeconds() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
     }
 }

@@ -1,3 +1,4 @@
+import Primitives
 import Synchronization
 
 /// Counts a recurring event and lets at most one log line per `interval` report it, so an event
@@ -9,19 +10,19 @@ final class SampledLog: Sendable {
     }
 
     private let interval: Double
-    private let now: @Sendable () -> Double
+    private let clock: MonotonicClock
     private let state = Mutex(State())
 
     /// - Parameter interval: seconds between two lines. Default 10.
-    init(interval: Double = 10, now: @escaping @Sendable () -> Double = RateLimiter.monotonicSeconds) {
+    init(interval: Double = 10, clock: MonotonicClock) {
         self.interval = interval
-        self.now = now
+        self.clock = clock
     }
 
     /// Counts one event; calls `log` with the events counted and the seconds they span when the
     /// previous line is at least `interval` old (the first event is logged at once).
     func note(_ log: (_ count: Int, _ seconds: Double) -> Void) {
-        let time = now()
+        let time = clock.seconds()
         let due: (Int, Double)? = state.withLock { state in
             state.count += 1
             if let start = state.windowStart, time - start < interval { return nil }

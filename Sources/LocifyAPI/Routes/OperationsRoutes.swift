@@ -14,20 +14,14 @@ struct OperationsRoutes: Sendable {
     /// Whether unsigned Auth-emulator tokens are accepted: `/health` then says `"auth": "emulator"`.
     let authEmulatorMode: Bool
 
-    /// The operational paths whose handlers are cheap and never block: the server answers them
-    /// on its I/O threads, without a hop to the worker pool. `/health/ready` may query the
-    /// database, and `/metrics` reads `/proc` and renders every series (0.1 ms for 44 series in a
-    /// debug build, growing with every route and status in use; a blocked I/O thread stalls all
-    /// its connections), so both run on workers.
-    static let inlinePaths: Set<String> = ["/health", "/openapi.yaml"]
-
-    /// Every operational path: no rate limit ever applies to them (openapi.yaml), not even
-    /// the per-address one of refused requests.
-    static let paths: Set<String> = ["/health", "/health/ready", "/metrics", "/openapi.yaml"]
-
+    /// `/health` and `/openapi.yaml` are cheap and never block: the server answers them on its
+    /// I/O threads, without a hop to the worker pool. `/health/ready` may query the database, and
+    /// `/metrics` reads `/proc` and renders every series (0.1 ms for 44 series in a debug build,
+    /// growing with every route and status in use; a blocked I/O thread stalls all its
+    /// connections), so both run on workers.
     func register(in router: inout Router<Route>) {
         let health = authEmulatorMode ? Self.okEmulator : Self.ok
-        router.addOpen(.GET, "/health") { _ in health }
+        router.addOpen(.GET, "/health", execution: .inline) { _ in health }
         let draining = self.draining
         let readiness = self.readiness
         router.addOpen(.GET, "/health/ready") { _ in
@@ -42,7 +36,7 @@ struct OperationsRoutes: Sendable {
                 body: Array(metrics().utf8))
         }
         let document = openAPIDocument
-        router.addOpen(.GET, "/openapi.yaml") { _ in
+        router.addOpen(.GET, "/openapi.yaml", execution: .inline) { _ in
             guard let document else { throw APIError.routeNotFound }
             return HTTPResponse(status: .ok, headers: ["Content-Type": "application/yaml; charset=utf-8"], body: document)
         }

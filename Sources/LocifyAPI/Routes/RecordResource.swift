@@ -20,6 +20,8 @@ protocol RecordResource: Sendable {
     static func listQuery(_ query: QueryParameters) throws(APIError) -> ListQuery
     /// Decodes a POST or PUT body; `pathID` is the id of `PUT .../{id}`.
     static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(LocifyError) -> Draft
+    /// Refuses a delete whose options contradict its id, before any service runs.
+    static func checkDeletion(id: UUID, options: DeleteOptions) throws(LocifyError)
     /// Writes the record's JSON object.
     static func encode(_ record: Record, userID: String, to writer: inout JSONWriter)
 
@@ -46,6 +48,10 @@ extension CategoryService: RecordResource {
         try CategoryDraft(json: body, userID: userID, pathID: pathID)
     }
 
+    static func checkDeletion(id: UUID, options: DeleteOptions) throws(LocifyError) {
+        try checkDeletion(id: id, reassignTo: options.reassignCategoryID)
+    }
+
     static func encode(_ record: Category, userID: String, to writer: inout JSONWriter) {
         writer.category(record, userID: userID)
     }
@@ -65,6 +71,8 @@ extension LocationService: RecordResource {
     static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(LocifyError) -> LocationDraft {
         try LocationDraft(json: body, userID: userID, pathID: pathID)
     }
+
+    static func checkDeletion(id: UUID, options: DeleteOptions) throws(LocifyError) {}
 
     static func encode(_ record: Location, userID: String, to writer: inout JSONWriter) {
         writer.location(record, userID: userID)

@@ -23,40 +23,51 @@ struct ResourceRoutes: Sendable {
         _ resource: Resource, at path: String, in router: inout Router<Route>, afterDelete: (@Sendable () -> Void)? = nil
     ) {
         let one = path + "/{id}"
-        router.addAuthenticated(.GET, path) { request in
-            let query = try decoding { try Resource.listQuery(request.query) }
-            let page = try resource.list(request.caller, query)
+        router.addAuthenticated(.GET, path, decode: { request in try Resource.listQuery(request.query) }) { query, caller in
+            let page = try resource.list(caller, query)
             return .json(capacity: 128 + Resource.listBytesPerRecord * page.records.count) { writer in
-                writer.page(page) { writer, record in Resource.encode(record, userID: request.userID, to: &writer) }
+                writer.page(page) { writer, record in Resource.encode(record, userID: caller.userID, to: &writer) }
             }
         }
-        router.addAuthenticated(.GET, one) { request in
-            let id = try decoding { try request.parameters.id() }
-            let record = try resource.get(request.caller, id: id)
-            return .json { Resource.encode(record, userID: request.userID, to: &$0) }
+        router.addAuthenticated(.GET, one, decode: { request in try request.parameters.id() }) { id, caller in
+            let record = try resource.get(caller, id: id)
+            return .json { Resource.encode(record, userID: caller.userID, to: &$0) }
         }
-        router.addAuthenticated(.POST, path) { request in
-            let draft = try decoding { try Resource.draft(json: request.request.jsonBody(), userID: request.userID, pathID: nil) }
-            let outcome = try resource.create(request.caller, draft)
-            return .json(outcome.status) { Resource.encode(outcome.record, userID: request.userID, to: &$0) }
+        let write: @Sendable (Resource.Draft, Caller, WriteMode) throws -> HTTPResponse = { draft, caller, mode in
+            let outcome = try mode == .create ? resource.create(caller, draft) : resource.replace(caller, draft)
+            return .json(outcome.status) { Resource.encode(outcome.record, userID: caller.userID, to: &$0) }
         }
-        let replace: @Sendable (AuthenticatedRequest, UUID?) throws -> HTTPResponse = { request, pathID in
-            let draft = try decoding { try Resource.draft(json: request.request.jsonBody(), userID: request.userID, pathID: pathID) }
-            let outcome = try resource.replace(request.caller, draft)
-            return .json(outcome.status) { Resource.encode(outcome.record, userID: request.userID, to: &$0) }
-        }
-        router.addAuthenticated(.PUT, path) { try replace($0, nil) }
-        router.addAuthenticated(.PUT, one) { request in
-            try replace(request, decoding { try request.parameters.id() })
-        }
-        router.addAuthenticated(.DELETE, one) { request in
-            let (id, options) = try decoding {
-                (try request.parameters.id(), try DeleteOptions(body: request.request.optionalJSONBody(), query: request.request.queryItems))
+        router.addAuthenticated(
+            .POST, path, decode: { request in try Resource.draft(json: request.jsonBody(), userID: request.userID, pathID: nil) }
+        ) { draft, caller in try write(draft, caller, .create) }
+        router.addAuthenticated(
+            .PUT, path, decode: { request in try Resource.draft(json: request.jsonBody(), userID: request.userID, pathID: nil) }
+        ) { draft, caller in try write(draft, caller, .replace) }
+        router.addAuthenticated(
+            .PUT, one,
+            decode: { (request) throws -> Resource.Draft in
+                let id = try request.parameters.id()
+                return try Resource.draft(json: request.jsonBody(), userID: request.userID, pathID: id)
             }
-            try resource.delete(request.caller, id: id, options: options)
+        ) { draft, caller in try write(draft, caller, .replace) }
+        router.addAuthenticated(
+            .DELETE, one,
+            decode: { (request) throws -> (id: UUID, options: DeleteOptions) in
+                let id = try request.parameters.id()
+                let options = try DeleteOptions(body: request.optionalJSONBody(), query: request.query.items)
+                try Resource.checkDeletion(id: id, options: options)
+                return (id, options)
+            }
+        ) { deletion, caller in
+            try resource.delete(caller, id: deletion.id, options: deletion.options)
             afterDelete?()
             return .noContent
         }
+    }
+
+    /// Which write a POST or PUT asks for.
+    private enum WriteMode {
+        case create, replace
     }
 
     /// `page`, `size`, `category_id`, `is_favorite`, `q` and `sort` of `GET /v1/locations`.

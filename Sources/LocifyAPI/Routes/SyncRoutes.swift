@@ -22,40 +22,48 @@ struct SyncRoutes: Sendable {
     func register(in router: inout Router<Route>) {
         let sync = services.sync
         let cleanupQueued = self.cleanupQueued
-        router.addAuthenticated(.POST, "/v1/sync/push") { request in
-            let batch = try decoding { PushChange.batch(json: try request.request.jsonBody(), userID: request.userID) }
-            let results = try sync.push(request.caller, batch)
+        router.addAuthenticated(
+            .POST, "/v1/sync/push",
+            decode: { (request) throws -> [PushChange] in
+                let changes = try PushChange.batch(json: request.jsonBody(), userID: request.userID)
+                try sync.checkBatchSize(changes.count)
+                return changes
+            }
+        ) { changes, caller in
+            let results = try sync.push(caller, changes)
             if results.contains(where: \.isCategoryDelete) { cleanupQueued() }
             return .json(capacity: 64 + 400 * results.count) { writer in
                 writer.beginObject()
                 writer.key("results")
                 writer.beginArray()
-                for result in results { writer.pushResult(result, userID: request.userID) }
+                for result in results { writer.pushResult(result, userID: caller.userID) }
                 writer.endArray()
                 writer.endObject()
             }
         }
         let longPoll = self.longPoll
-        router.addAuthenticatedWaiting(.GET, "/v1/sync/changes") { request in
-            let (limit, wait) = try decoding {
-                (
-                    try request.query.int("limit", in: 1...Self.maxPullLimit, default: Self.defaultPullLimit),
-                    try request.query.int("wait", in: 0...Self.maxWaitParameter, default: 0)
-                )
+        router.addAuthenticatedWaiting(
+            .GET, "/v1/sync/changes",
+            decode: { (request) throws -> (limit: Int, wait: Int, since: SyncCursor?) in
+                let limit = try request.query.int("limit", in: 1...Self.maxPullLimit, default: Self.defaultPullLimit)
+                let wait = try request.query.int("wait", in: 0...Self.maxWaitParameter, default: 0)
+                let since = try request.query.string("since").map { (text) throws(LocifyError) in
+                    try SyncCursor(encoded: text, userID: request.userID)
+                }
+                return (limit: limit, wait: wait, since: since)
             }
-            let caller = request.caller
-            let since = request.query.string("since")
-            let read: @Sendable () throws -> FeedPage = { try sync.pull(caller, since: since, limit: limit) }
-            let userID = request.userID
+        ) { pull, caller in
+            let read: @Sendable () throws -> FeedPage = { try sync.pull(caller, since: pull.since, limit: pull.limit) }
+            let userID = caller.userID
             let render: @Sendable (FeedPage) -> HTTPResponse = { page in Self.render(page, userID: userID) }
-            guard wait > 0, let longPoll, longPoll.maxWaitSeconds > 0 else { return .response(render(try read())) }
-            return try longPoll.pull(userID: userID, seconds: wait, read: read, render: render)
+            guard pull.wait > 0, let longPoll, longPoll.maxWaitSeconds > 0 else { return .response(render(try read())) }
+            return try longPoll.pull(userID: userID, seconds: pull.wait, read: read, render: render)
         }
         let users = services.users
         let limits = self.limits
-        router.addAuthenticated(.GET, "/v1/info") { request in
+        router.addAuthenticated(.GET, "/v1/info") { caller in
             // The account gate runs here too: the first request of a new user provisions it.
-            _ = try users.profile(request.caller)
+            _ = try users.profile(caller)
             return .json { limits.write(into: &$0) }
         }
     }
@@ -71,7 +79,7 @@ extension SyncRoutes {
             for change in page.changes { writer.feedChange(change, userID: userID) }
             writer.endArray()
             writer.key("cursor")
-            writer.string(page.cursor)
+            writer.string(page.cursor.encoded(for: userID))
             writer.key("has_more")
             writer.bool(page.hasMore)
             writer.endObject()

@@ -10,17 +10,19 @@ struct UserRoutes: Sendable {
     func register(in router: inout Router<Route>) {
         let users = services.users
         let cleanupQueued = self.cleanupQueued
-        router.addAuthenticated(.GET, "/v1/users/me") { request in
-            let profile = try users.profile(request.caller)
+        router.addAuthenticated(.GET, "/v1/users/me") { caller in
+            let profile = try users.profile(caller)
             return .json { $0.profile(profile) }
         }
-        router.addAuthenticated(.PUT, "/v1/users/me") { request in
-            let name = try decoding { try FieldReader(body: request.request.jsonBody()).requiredString("name") }
-            let profile = try users.update(request.caller, name: name)
+        router.addAuthenticated(
+            .PUT, "/v1/users/me",
+            decode: { request in try UserService.name(FieldReader(body: request.jsonBody()).requiredString("name")) }
+        ) { name, caller in
+            let profile = try users.update(caller, name: name)
             return .json { $0.profile(profile) }
         }
-        router.addAuthenticated(.DELETE, "/v1/users/me") { request in
-            try users.delete(request.caller)
+        router.addAuthenticated(.DELETE, "/v1/users/me") { caller in
+            try users.delete(caller)
             cleanupQueued()
             return .noContent
         }

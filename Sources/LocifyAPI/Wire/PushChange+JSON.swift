@@ -3,15 +3,14 @@ import JSON
 import Locify
 
 extension PushChange {
-    /// Decodes the body of `POST /v1/sync/push` (openapi.yaml): its changes, or why the batch
-    /// itself is malformed. The failure is handed to `SyncService.push` rather than thrown, so the
-    /// account gate still runs first (a revoked token is E005 whatever the body).
-    package static func batch(json body: JSONValue, userID: String) -> Result<[PushChange], LocifyError> {
-        guard case .object(let object) = body else { return .failure(.invalid("body", "must be a JSON object")) }
+    /// Decodes the body of `POST /v1/sync/push` (openapi.yaml): its changes; throws when the batch
+    /// itself is malformed (a change that is malformed fails only its own result).
+    package static func batch(json body: JSONValue, userID: String) throws(LocifyError) -> [PushChange] {
+        guard case .object(let object) = body else { throw .invalid("body", "must be a JSON object") }
         switch object["changes"] {
-        case .array(let elements)?: return .success(elements.map { PushChange(json: $0, userID: userID) })
-        case nil, .null?: return .failure(.missingField("changes"))
-        default: return .failure(.invalid("changes", "must be an array"))
+        case .array(let elements)?: return elements.map { PushChange(json: $0, userID: userID) }
+        case nil, .null?: throw .missingField("changes")
+        default: throw .invalid("changes", "must be an array")
         }
     }
 

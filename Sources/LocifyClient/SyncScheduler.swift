@@ -267,6 +267,7 @@ public actor SyncScheduler {
         for (_, plan) in planned { plan.timer.cancel() }
         planned = [:]
         syncTask?.cancel()
+        syncTask = nil  // its end is not handled once stopped: the scheduler is not syncing any more
         liveTask?.cancel()
         liveTask = nil
         for waiter in waitingOnCurrent + waitingOnNext { waiter.resume(throwing: LocifyError.cancelled) }

@@ -414,6 +414,7 @@ struct SyncSchedulerTests {
         #expect(await until { rig.sync.running == 0 && rig.sync.cancelled == 1 }, "the running sync saw its cancellation")
         #expect(await until { rig.clock.sleepers == 0 }, "no timer left")
         #expect(await rig.scheduler.nextAttempt == nil)
+        #expect(await !rig.scheduler.isSyncing, "a stopped scheduler is not syncing")
         rig.scheduler.localEdit()
         rig.connectivity.set(false)
         rig.connectivity.set(true)

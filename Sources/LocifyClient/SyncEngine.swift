@@ -47,6 +47,8 @@ public actor SyncEngine {
     var scheduler: SyncScheduler?
     /// Follows the schedule's connectivity for the status.
     var connectivityWatch: Task<Void, Never>?
+    /// How long a pull may hold pages before it stores them (``setPullCommitInterval(_:)``).
+    private var pullCommitIntervalSetting = SyncEngine.pullCommitInterval
     /// Who uploads the photos of places edited offline, and how (ImageUploads.swift).
     var imageUploads: (uploader: any ImageUploader, settings: ImageUploadSettings)?
 
@@ -587,7 +589,7 @@ public actor SyncEngine {
         let cursor = try loaded().metadata.cursor
         // A first pull into a store that holds no records has nothing to drop at its end.
         let heldRecords = try cursor == nil && reading { try !$0.locations(LocalQuery(limit: 1)).isEmpty || !$0.categories().isEmpty }
-        var progress = PullProgress(cursor: cursor, storeHeldRecords: heldRecords)
+        var progress = PullProgress(cursor: cursor, storeHeldRecords: heldRecords, commitInterval: pullCommitIntervalSetting)
         // Filling an empty store, its secondary indexes are built once at the end (`bulkLoad`).
         let bulkLoad = cursor == nil && !heldRecords
         if bulkLoad { try reading { try $0.bulkLoad(true) } }
@@ -644,6 +646,13 @@ public actor SyncEngine {
     /// progress).
     static let pullCommitInterval: Duration = .seconds(1)
 
+    /// Sets how long a pull may hold pages before it stores them (``pullCommitInterval`` unless
+    /// set): tests that count commits set it beyond their run, so that a slow machine does not
+    /// turn every page into a commit of its own.
+    func setPullCommitInterval(_ interval: Duration) {
+        pullCommitIntervalSetting = interval
+    }
+
     /// Where a pull stands: the cursor of its next request, the pages fetched and not yet stored,
     /// and what a first pull or a resync must remember.
     private struct PullProgress {
@@ -665,7 +674,11 @@ public actor SyncEngine {
         /// nothing to drop: every record then came from the snapshot or is queued).
         var seen: Set<RecordKey>?
 
-        init(cursor: String?, storeHeldRecords: Bool) {
+        /// Longest time pages are held before they are stored.
+        let commitInterval: Duration
+
+        init(cursor: String?, storeHeldRecords: Bool, commitInterval: Duration) {
+            self.commitInterval = commitInterval
             requested = cursor
             isFirstPull = cursor == nil
             seen = isFirstPull && storeHeldRecords ? [] : nil
@@ -673,7 +686,7 @@ public actor SyncEngine {
 
         /// Whether the held pages are stored now (the first page at once, then by size or time).
         var isDue: Bool {
-            storedNone || heldChanges >= SyncEngine.pullCommitChanges || ContinuousClock.now - lastStored >= SyncEngine.pullCommitInterval
+            storedNone || heldChanges >= SyncEngine.pullCommitChanges || ContinuousClock.now - lastStored >= commitInterval
         }
 
         mutating func hold(_ page: FeedPage) {

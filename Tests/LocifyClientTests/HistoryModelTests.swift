@@ -5,14 +5,14 @@ import Testing
 import TestSupport
 import TestSupportServer
 
-/// The seeds of the model-based history test: 25 per network in CI (50 histories); `LOCIFY_CLIENT_HISTORY_SEEDS=<n>`
+/// The seeds of the model-based history test: 50 per network in CI (100 histories); `LOCIFY_CLIENT_HISTORY_SEEDS=<n>`
 /// (scripts/client-soak) runs n from `LOCIFY_CLIENT_HISTORY_FIRST_SEED` (default 10000) instead,
 /// and `LOCIFY_CLIENT_HISTORY_ACTIONS` sets the actions per history (default 300).
 enum HistorySeeds {
     static var list: [UInt64] {
         let environment = ProcessInfo.processInfo.environment
         guard let text = environment["LOCIFY_CLIENT_HISTORY_SEEDS"], let count = UInt64(text), count > 0 else {
-            return Array(1...25)
+            return Array(1...50)
         }
         let first = environment["LOCIFY_CLIENT_HISTORY_FIRST_SEED"].flatMap { UInt64($0) } ?? 10_000
         return (0..<count).map { first + $0 }

@@ -81,17 +81,11 @@ struct PendingImage: Hashable, Sendable {
 }
 
 extension OutboxState {
-    /// The ids of the entries held back until their photos are uploaded: location writes with a
-    /// `file://` URL (the server refuses those). Later changes that depend on them wait too.
-    var idsHoldingLocalImages: Set<Int64> {
-        Set(ordered.filter { !$0.change.localImageURLs.isEmpty }.map(\.id))
-    }
-
     /// Every photo still to upload, once each, in the order the changes were made.
     var pendingImages: [PendingImage] {
         var seen = Set<PendingImage>()
         var pending: [PendingImage] = []
-        for entry in ordered {
+        for entry in idsHoldingLocalImages.sorted().compactMap({ entries[$0] }) {
             for url in entry.change.localImageURLs {
                 let image = PendingImage(locationID: entry.change.recordID, url: url)
                 if seen.insert(image).inserted { pending.append(image) }

@@ -79,7 +79,6 @@ public actor SyncEngine {
     /// the server never sees a `file://` URL. Without an uploader such URLs are refused (E001).
     public func setImageUploader(_ uploader: any ImageUploader, settings: ImageUploadSettings = ImageUploadSettings()) {
         imageUploads = (uploader, settings)
-        if let state { updateStatus(from: state) }
     }
 
     // MARK: Events

@@ -193,8 +193,7 @@ extension SyncEngine {
     func updateStatus(from state: EngineState) {
         updateStatus {
             $0.pendingChanges = state.outbox.count
-            // Read from the whole outbox: only when photos are uploaded at all.
-            if imageUploads != nil { $0.pendingImageUploads = state.outbox.pendingImages.count }
+            $0.pendingImageUploads = state.outbox.pendingImages.count
             $0.refusedChanges = state.refused.count
             $0.lastSyncedAt = state.metadata.lastSyncedAt
         }

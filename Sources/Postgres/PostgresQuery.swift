@@ -60,10 +60,58 @@ public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolatio
             sql.append(fragment)
         }
 
+        /// Appends another query as a fragment of this one, its binds after this one's: each `$n`
+        /// of its text is renumbered to follow the binds appended so far (a `$` inside a quoted
+        /// literal or a comment is left as is). So a statement can be composed of fragments written once, such
+        /// as the account gate's condition, and stays parameterized.
+        public mutating func appendInterpolation(_ fragment: PostgresQuery) {
+            sql.append(fragment.renumbered(after: binds.count))
+            binds.append(contentsOf: fragment.binds)
+        }
+
         private mutating func appendBind(_ bind: PostgresBind) {
             binds.append(bind)
             sql.append("$")
             sql.append(String(binds.count))
         }
     }
+
+    /// The text with each placeholder `$n` outside quoted literals, identifiers and `--` comments
+    /// turned into `$(n + offset)`.
+    func renumbered(after offset: Int) -> String {
+        guard offset > 0, sql.utf8.contains(UInt8(ascii: "$")) else { return sql }
+        var result = ""
+        result.reserveCapacity(sql.utf8.count + 8)
+        var quote: Character?
+        var index = sql.startIndex
+        while index < sql.endIndex {
+            let character = sql[index]
+            if let open = quote {
+                if character == open { quote = nil }
+            } else if character == "'" || character == "\"" {
+                quote = character
+            } else if character == "-", sql[sql.index(after: index)...].first == "-" {
+                // A comment runs to the end of its line, untouched.
+                let end = sql[index...].firstIndex(of: "\n") ?? sql.endIndex
+                result.append(contentsOf: sql[index..<end])
+                index = end
+                continue
+            } else if character == "$" {
+                let digits = sql[sql.index(after: index)...].prefix(while: \.isASCIIDigit)
+                if let number = Int(digits) {
+                    result.append("$")
+                    result.append(String(number + offset))
+                    index = digits.endIndex
+                    continue
+                }
+            }
+            result.append(character)
+            index = sql.index(after: index)
+        }
+        return result
+    }
+}
+
+extension Character {
+    fileprivate var isASCIIDigit: Bool { isASCII && isWholeNumber }
 }

@@ -70,21 +70,22 @@ struct LocationSearchIndexTests {
                     """)
             for q in Self.queries {
                 let query = LocationQuery(page: PageRequest(page: 1, size: 100), search: q)
-                let statement = LocationStore.listQuery(userID: caller.userID, query)
+                let read = LocationStore.listQuery(caller, query)
+                let statement = read.query
                 let plan = try connection.query(
                     PostgresQuery(unsafeSQL: "EXPLAIN " + statement.sql, binds: statement.binds)
                 ).map { row throws(PostgresError) in try row.decode(0, as: String.self) }.joined(separator: "\n")
                 if Self.indexedQueries.contains(q) {
                     #expect(plan.contains("locations_live_search"), "q=\(q): \(plan)")
                 }
-                let rows = try connection.query(statement)
-                let found = try rows.compactMap { row throws(PostgresError) in row.isNull(2) ? nil : try Location(row: row, at: 2).name }
+                let rows = try #require(try read.decode(connection.query(statement))).rows
+                let found = rows.compactMap { $0.record?.name }
                 let expected = Self.names.filter { name in
                     let text = [name, "Seen in \(name.count) minutes"].map(TextRules.sortKey)
                     return text.contains { $0.contains(TextRules.sortKey(q)) }
                 }
                 #expect(Set(found) == Set(expected), "q=\(q)")
-                #expect(try rows.first?.decode(1, as: Int64.self) == Int64(expected.count), "q=\(q)")
+                #expect(rows.first?.total == Int64(expected.count), "q=\(q)")
             }
         }
     }

@@ -23,16 +23,28 @@ struct StoredRecordTests {
     @Test("a category's columns are every column its row decoding reads, in order, under the alias")
     func categoryColumns() {
         #expect(
-            Category.columns("c")
+            Category.columns("c").sql
                 == "c.id, c.name, c.icon, c.location_count, c.version, c.created_at, c.updated_at, c.deleted_at")
     }
 
     @Test("a location's columns are every column its row decoding reads, in order, under the alias")
     func locationColumns() {
         #expect(
-            Location.columns("l")
+            Location.columns("l").sql
                 == "l.id, l.category_id, l.name, l.address, l.description, l.latitude, l.longitude, l.is_favorite, "
                 + "l.image_urls, l.version, l.created_at, l.updated_at, l.deleted_at, l.own_category_id, l.hidden")
+    }
+
+    @Test("composed column sets select one list after the other and count every column once")
+    func composedColumns() {
+        let listing = Category.columns("c").listing(total: "u.category_count")
+        #expect(listing.sql == "u.category_count, " + Category.columns("c").sql)
+        #expect(listing.width == 1 + Category.columns("c").width)
+        #expect(Category.columns("c").width == 8)
+        #expect(Location.columns("l").width == 15)
+        let pair = ColumnSet<Int64>(expression: "r.change_seq").then(Location.columns("r").orNil)
+        #expect(pair.sql.hasPrefix("r.change_seq, r.id, r.category_id"))
+        #expect(pair.width == 16)
     }
 
     @Test("a live record's state is the record; a deleted one's is a tombstone of its kind, id and deletion time")

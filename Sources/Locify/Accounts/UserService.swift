@@ -8,8 +8,6 @@ public struct UserService: Sendable {
     let pool: ConnectionPool
     let now: @Sendable () -> Timestamp
 
-    private static let profileColumns = "u.id, u.email, u.name, u.created_at, u.updated_at"
-
     /// Runs the account gate alone: provisions a new account and refuses a token issued before
     /// the account's deletion (`LocifyError.tokenRevoked`).
     public func admit(_ caller: Caller) throws {
@@ -19,14 +17,10 @@ public struct UserService: Sendable {
     /// The caller's profile, provisioning the account on its first request.
     public func profile(_ caller: Caller) throws -> UserProfile {
         try pool.withConnection { connection in
-            try AccountGate.read(
-                connection, caller,
-                "SELECT u.tokens_valid_after, \(unsafeSQL: Self.profileColumns) FROM users u WHERE u.id = \(caller.userID)",
-                now: now
-            ) { rows in
-                guard let row = rows.first else { throw LocifyError.tokenRevoked }
-                return try UserService.profile(row, at: 1)
+            guard let profile = try AccountGate.read(connection, caller, UserStore.profile(caller), now: now).first else {
+                throw LocifyError.tokenRevoked
             }
+            return profile
         }
     }
 
@@ -41,13 +35,10 @@ public struct UserService: Sendable {
         let name = try Self.name(raw)
         return try pool.withTransaction { connection in
             _ = try AccountGate.beginWrite(connection, caller, now: now)
-            let rows = try connection.query(
-                """
-                UPDATE users u SET name = \(name), updated_at = \(now()) WHERE u.id = \(caller.userID)
-                RETURNING \(unsafeSQL: Self.profileColumns)
-                """)
-            guard let row = rows.first else { throw LocifyError.tokenRevoked }
-            return try UserService.profile(row, at: 0)
+            guard let profile = try UserStore.rename(connection, userID: caller.userID, to: name, at: now()) else {
+                throw LocifyError.tokenRevoked
+            }
+            return profile
         }
     }
 
@@ -65,22 +56,10 @@ public struct UserService: Sendable {
             jobs.append(CleanupJob(kind: .authAccount, target: userID))
             try CleanupJobStore.enqueue(connection, userID: userID, jobs)
             // Every row goes, so the counters need no maintenance.
-            try connection.query("SELECT set_config('locify.skip_counters', 'on', true)")
-            try connection.query("DELETE FROM locations WHERE user_id = \(userID)")
-            try connection.query("DELETE FROM categories WHERE user_id = \(userID)")
-            try connection.query("DELETE FROM users WHERE id = \(userID)")
-            try connection.query(
-                """
-                INSERT INTO account_deletions (user_id, deleted_second, deleted_at)
-                VALUES (\(userID), floor(extract(epoch FROM now()))::bigint, now())
-                ON CONFLICT (user_id) DO UPDATE SET deleted_second = EXCLUDED.deleted_second, deleted_at = EXCLUDED.deleted_at
-                """)
+            try LocationStore.skipCounters(connection, true)
+            try LocationStore.deleteAll(connection, userID: userID)
+            try CategoryStore.deleteAll(connection, userID: userID)
+            try UserStore.erase(connection, userID: userID)
         }
-    }
-
-    private static func profile(_ row: PostgresRow, at start: Int) throws(PostgresError) -> UserProfile {
-        UserProfile(
-            id: try row.decode(start), email: try row.decode(start + 1), name: try row.decode(start + 2),
-            createdAt: try row.decode(start + 3), updatedAt: try row.decode(start + 4))
     }
 }

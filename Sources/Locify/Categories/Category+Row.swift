@@ -3,19 +3,16 @@ import Postgres
 extension Category: StoredRecord {
     static let kind = RecordKind.category
 
-    static let columnNames = ["id", "name", "icon", "location_count", "version", "created_at", "updated_at", "deleted_at"]
-
-    /// Decodes the columns of `columnNames` starting at column `start`.
-    init(row: PostgresRow, at start: Int = 0) throws(PostgresError) {
-        self.init(
-            id: try row.decode(start),
-            name: try row.decode(start + 1),
-            icon: try row.decode(start + 2),
-            locationCount: try row.decode(start + 3),
-            version: try row.decode(start + 4),
-            createdAt: try row.decode(start + 5),
-            updatedAt: try row.decode(start + 6),
-            deletedAt: try row.decode(start + 7))
+    /// The category's columns of the table under `alias`, and their decoding.
+    static func columns(_ alias: String) -> ColumnSet<Category> {
+        ColumnSet(
+            ["id", "name", "icon", "location_count", "version", "created_at", "updated_at", "deleted_at"], alias: alias
+        ) { column throws(PostgresError) in
+            Category(
+                id: try column.next(), name: try column.next(), icon: try column.next(), locationCount: try column.next(),
+                version: try column.next(), createdAt: try column.next(), updatedAt: try column.next(),
+                deletedAt: try column.next())
+        }
     }
 
     var liveState: RecordState { .category(self) }

@@ -27,10 +27,8 @@ struct CategoryGraph {
     /// The user's categories, live and deleted, as the transaction sees them.
     static func load(_ connection: PostgresConnection, userID: String) throws -> CategoryGraph {
         var nodes: [UUID: Node] = [:]
-        for row in try connection.query(
-            "SELECT id, deleted_at IS NOT NULL, reassigned_to FROM categories WHERE user_id = \(userID)")
-        {
-            nodes[try row.decode(0)] = Node(isDeleted: try row.decode(1), reassignedTo: try row.decode(2))
+        for node in try CategoryStore.graphNodes(connection, userID: userID) {
+            nodes[node.id] = Node(isDeleted: node.isDeleted, reassignedTo: node.reassignedTo)
         }
         return CategoryGraph(nodes: nodes)
     }

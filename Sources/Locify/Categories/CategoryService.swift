@@ -16,9 +16,7 @@ public struct CategoryService: Sendable {
     /// One page of the caller's live categories, by name.
     public func list(_ caller: Caller, _ page: PageRequest) throws -> Page<Category> {
         try pool.withConnection { connection in
-            try AccountGate.read(connection, caller, CategoryStore.listQuery(userID: caller.userID, page: page), now: now) { rows in
-                try Page(rows: rows, recordsAt: 2, request: page)
-            }
+            Page(rows: try AccountGate.read(connection, caller, CategoryStore.listQuery(caller, page: page), now: now), request: page)
         }
     }
 

@@ -9,15 +9,39 @@ enum CategoryStore: RecordTable {
     typealias Draft = CategoryDraft
 
     /// Every statement's record columns, `Category.columns` under the alias `c`.
-    private static let columns = Category.columns("c")
+    static let columns = Category.columns("c")
 
     static func findQuery(userID: String, id: UUID) -> PostgresQuery {
-        "SELECT \(unsafeSQL: columns) FROM categories c WHERE c.user_id = \(userID) AND c.id = \(id)"
+        "SELECT \(unsafeSQL: columns.sql) FROM categories c WHERE c.user_id = \(userID) AND c.id = \(id)"
     }
 
     /// Whether the user has, or had, a category with this id (live or a tombstone).
     static func isKnown(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Bool {
         !(try connection.query("SELECT 1 FROM categories WHERE user_id = \(userID) AND id = \(id)").isEmpty)
+    }
+
+    /// Whether the user's category `id` is live; nil when the user never had it.
+    static func isLive(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Bool? {
+        try connection.query("SELECT deleted_at IS NULL FROM categories WHERE user_id = \(userID) AND id = \(id)").first.map {
+            row throws(PostgresError) in try row.decode(0, as: Bool.self)
+        }
+    }
+
+    /// Each of the user's categories, live and deleted, with where a deleted one's locations are
+    /// shown: what `CategoryGraph` is built from.
+    static func graphNodes(
+        _ connection: PostgresConnection, userID: String
+    ) throws -> [(id: UUID, isDeleted: Bool, reassignedTo: UUID?)] {
+        try connection.query("SELECT id, deleted_at IS NOT NULL, reassigned_to FROM categories WHERE user_id = \(userID)").map {
+            row throws(PostgresError) in
+            var column = ColumnReader(row)
+            return (try column.next(), try column.next(), try column.next())
+        }
+    }
+
+    /// Deletes every category of the user (the account's deletion).
+    static func deleteAll(_ connection: PostgresConnection, userID: String) throws {
+        try connection.query("DELETE FROM categories WHERE user_id = \(userID)")
     }
 
     /// Records where a deleted category's locations are shown: `target` for a reassign delete,
@@ -33,23 +57,19 @@ enum CategoryStore: RecordTable {
         INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, change_seq, changed_at)
         VALUES (\(userID), \(draft.id), \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.icon), 1,
                 \(createdAt), \(at), \(stamp), clock_timestamp())
-        RETURNING \(unsafeSQL: columns)
+        RETURNING \(unsafeSQL: columns.sql)
         """
     }
 
     static func insertIfNewQuery(_ caller: Caller, _ draft: CategoryDraft, at: Timestamp, createdAt: Timestamp) -> PostgresQuery {
         """
-        WITH account AS (
-            UPDATE users SET change_seq = change_seq + 1
-            WHERE id = \(caller.userID) AND tokens_valid_after < \(caller.tokenIssuedAt)
-            RETURNING change_seq
-        )
+        WITH account AS (\(UserStore.nextStampIfAdmitted(caller)))
         INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, change_seq, changed_at)
         SELECT \(caller.userID), \(draft.id), \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.icon), 1,
                \(createdAt), \(at), account.change_seq, clock_timestamp()
         FROM account
         ON CONFLICT (user_id, id) DO NOTHING
-        RETURNING \(unsafeSQL: columns)
+        RETURNING \(unsafeSQL: columns.sql)
         """
     }
 
@@ -59,7 +79,7 @@ enum CategoryStore: RecordTable {
                version = version + 1, updated_at = \(at), deleted_at = NULL, reassigned_to = NULL, change_seq = \(stamp),
                changed_at = clock_timestamp()
         WHERE c.user_id = \(userID) AND c.id = \(draft.id)
-        RETURNING \(unsafeSQL: columns)
+        RETURNING \(unsafeSQL: columns.sql)
         """
     }
 
@@ -68,32 +88,34 @@ enum CategoryStore: RecordTable {
         UPDATE categories c SET deleted_at = \(at), updated_at = \(at), version = version + 1,
                change_seq = \(stamp), changed_at = clock_timestamp()
         WHERE c.user_id = \(userID) AND c.id = \(id)
-        RETURNING \(unsafeSQL: columns)
+        RETURNING \(unsafeSQL: columns.sql)
         """
     }
 
     /// One page of live categories by name (case-insensitive), then id, with the total from the
-    /// maintained counter; the first column is the account gate's `tokens_valid_after`.
-    static func listQuery(userID: String, page: PageRequest) -> PostgresQuery {
-        """
-        SELECT u.tokens_valid_after, u.category_count, \(unsafeSQL: columns)
-        FROM users u
-        LEFT JOIN LATERAL (
-            SELECT * FROM categories
-            WHERE user_id = u.id AND deleted_at IS NULL
-            ORDER BY name_key, id
-            LIMIT \(Int64(page.size)) OFFSET \(page.offset)
-        ) c ON true
-        WHERE u.id = \(userID)
-        """
+    /// maintained counter, gated.
+    static func listQuery(_ caller: Caller, page: PageRequest) -> GatedRead<ListingRow<Category>> {
+        GatedRead(
+            caller, columns.listing(total: "u.category_count"),
+            """
+            FROM users u
+            LEFT JOIN LATERAL (
+                SELECT * FROM categories
+                WHERE user_id = u.id AND deleted_at IS NULL
+                ORDER BY name_key, id
+                LIMIT \(Int64(page.size)) OFFSET \(page.offset)
+            ) c ON true
+            WHERE u.id = \(caller.userID)
+            """)
     }
 
-    static func getQuery(userID: String, id: UUID) -> PostgresQuery {
-        """
-        SELECT u.tokens_valid_after, \(unsafeSQL: columns)
-        FROM users u
-        LEFT JOIN categories c ON c.user_id = u.id AND c.id = \(id) AND c.deleted_at IS NULL
-        WHERE u.id = \(userID)
-        """
+    static func getQuery(_ caller: Caller, id: UUID) -> GatedRead<Category?> {
+        GatedRead(
+            caller, columns.orNil,
+            """
+            FROM users u
+            LEFT JOIN categories c ON c.user_id = u.id AND c.id = \(id) AND c.deleted_at IS NULL
+            WHERE u.id = \(caller.userID)
+            """)
     }
 }

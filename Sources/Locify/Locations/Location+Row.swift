@@ -4,29 +4,24 @@ import Postgres
 extension Location: StoredRecord {
     static let kind = RecordKind.location
 
-    static let columnNames = [
-        "id", "category_id", "name", "address", "description", "latitude", "longitude", "is_favorite", "image_urls", "version",
-        "created_at", "updated_at", "deleted_at", "own_category_id", "hidden",
-    ]
-
-    /// Decodes the columns of `columnNames` starting at column `start`.
-    init(row: PostgresRow, at start: Int = 0) throws(PostgresError) {
-        self.init(
-            id: try row.decode(start),
-            categoryID: try row.decode(start + 1),
-            name: try row.decode(start + 2),
-            address: try row.decode(start + 3),
-            description: try row.decode(start + 4),
-            latitude: try row.decode(start + 5),
-            longitude: try row.decode(start + 6),
-            isFavorite: try row.decode(start + 7),
-            imageURLs: try row.decode(start + 8),
-            version: try row.decode(start + 9),
-            createdAt: try row.decode(start + 10),
-            updatedAt: try row.decode(start + 11),
-            deletedAt: try row.decode(start + 12))
-        placedCategoryID = try row.decode(start + 13)
-        isHiddenWithCategory = try row.decode(start + 14)
+    /// The location's columns of the table under `alias`, and their decoding.
+    static func columns(_ alias: String) -> ColumnSet<Location> {
+        ColumnSet(
+            [
+                "id", "category_id", "name", "address", "description", "latitude", "longitude", "is_favorite", "image_urls",
+                "version", "created_at", "updated_at", "deleted_at", "own_category_id", "hidden",
+            ],
+            alias: alias
+        ) { column throws(PostgresError) in
+            var location = Location(
+                id: try column.next(), categoryID: try column.next(), name: try column.next(), address: try column.next(),
+                description: try column.next(), latitude: try column.next(), longitude: try column.next(),
+                isFavorite: try column.next(), imageURLs: try column.next(), version: try column.next(),
+                createdAt: try column.next(), updatedAt: try column.next(), deletedAt: try column.next())
+            location.placedCategoryID = try column.next()
+            location.isHiddenWithCategory = try column.next()
+            return location
+        }
     }
 
     var liveState: RecordState { .location(self) }

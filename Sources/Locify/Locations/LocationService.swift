@@ -21,16 +21,14 @@ public struct LocationService: Sendable {
             return try listDeep(caller, query)
         }
         let read = { (connection: PostgresConnection) throws -> Page<Location> in
-            try AccountGate.read(connection, caller, LocationStore.listQuery(userID: caller.userID, query), now: now) { rows in
-                try Page(rows: rows, recordsAt: 2, request: query.page)
-            }
+            Page(rows: try AccountGate.read(connection, caller, LocationStore.listQuery(caller, query), now: now), request: query.page)
         }
         guard query.search != nil else { return try pool.withConnection(read) }
         // A search counts the user's matches, so its best plan depends on the user's size (an index
         // scan of their rows, or a table scan for a user who owns most of it). The sessions'
         // generic plans cannot tell users apart; this statement is planned for its values.
         return try pool.withTransaction { connection in
-            try connection.execute(unsafeSQL: "SET LOCAL plan_cache_mode = force_custom_plan")
+            try LocationStore.planForValues(connection)
             return try read(connection)
         }
     }
@@ -63,11 +61,9 @@ public struct LocationService: Sendable {
         _ caller: Caller, _ query: LocationQuery, _ deep: LocationStore.DeepRead
     ) throws -> (Page<Location>, PageBoundaries.Stamp) {
         try pool.withConnection { connection in
-            try AccountGate.read(connection, caller, LocationStore.listQuery(userID: caller.userID, query, deep: deep), now: now) { rows in
-                let first = rows.first
-                let stamp = PageBoundaries.Stamp(changeSeq: try first?.decode(2) ?? -1, account: try first?.decode(3) ?? -1)
-                return (try Page(rows: rows, recordsAt: 4, request: query.page), stamp)
-            }
+            let rows = try AccountGate.read(connection, caller, LocationStore.deepListQuery(caller, query, deep), now: now)
+            let stamp = rows.first?.stamp ?? PageBoundaries.Stamp(changeSeq: -1, account: -1)
+            return (Page(rows: rows.map(\.listing), request: query.page), stamp)
         }
     }
 

@@ -10,10 +10,10 @@ enum LocationStore: RecordTable {
     typealias Placement = CategoryGraph.Placement
 
     /// Every statement's record columns, `Location.columns` under the alias `l`.
-    private static let columns = Location.columns("l")
+    static let columns = Location.columns("l")
 
     static func findQuery(userID: String, id: UUID) -> PostgresQuery {
-        "SELECT \(unsafeSQL: columns) FROM locations l WHERE l.user_id = \(userID) AND l.id = \(id)"
+        "SELECT \(unsafeSQL: columns.sql) FROM locations l WHERE l.user_id = \(userID) AND l.id = \(id)"
     }
 
     /// Where the draft's category shows it: the category named when it is live, else what its
@@ -24,10 +24,10 @@ enum LocationStore: RecordTable {
         _ connection: PostgresConnection, userID: String, of draft: LocationDraft, stored: Location?
     ) throws -> Placement {
         if let stored, stored.deletedAt == nil, stored.categoryID == draft.categoryID { return .shown(in: draft.categoryID) }
-        let rows = try connection.query(
-            "SELECT deleted_at IS NULL FROM categories WHERE user_id = \(userID) AND id = \(draft.categoryID)")
-        guard let row = rows.first else { throw LocifyError(.unknownCategory) }
-        if try row.decode(0, as: Bool.self) { return .shown(in: draft.categoryID) }
+        guard let isLive = try CategoryStore.isLive(connection, userID: userID, id: draft.categoryID) else {
+            throw LocifyError(.unknownCategory)
+        }
+        if isLive { return .shown(in: draft.categoryID) }
         guard let placement = try CategoryGraph.load(connection, userID: userID).placement(of: draft.categoryID) else {
             throw LocifyError(.unknownCategory)
         }
@@ -45,7 +45,7 @@ enum LocationStore: RecordTable {
                 \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.address), \(draft.description), \(draft.searchText),
                 \(draft.latitude), \(draft.longitude), \(draft.isFavorite), \(draft.imageURLs), 1, \(createdAt), \(at),
                 \(placement == .hidden ? at : nil), \(stamp), clock_timestamp())
-        RETURNING \(unsafeSQL: columns)
+        RETURNING \(unsafeSQL: columns.sql)
         """
     }
 
@@ -53,11 +53,7 @@ enum LocationStore: RecordTable {
     /// category is not live.
     static func insertIfNewQuery(_ caller: Caller, _ draft: LocationDraft, at: Timestamp, createdAt: Timestamp) -> PostgresQuery {
         """
-        WITH account AS (
-            UPDATE users SET change_seq = change_seq + 1
-            WHERE id = \(caller.userID) AND tokens_valid_after < \(caller.tokenIssuedAt)
-            RETURNING change_seq
-        )
+        WITH account AS (\(UserStore.nextStampIfAdmitted(caller)))
         INSERT INTO locations AS l (user_id, id, category_id, name, name_key, address, description, search_text,
                                     latitude, longitude, is_favorite, image_urls, version, created_at, updated_at,
                                     change_seq, changed_at)
@@ -66,7 +62,7 @@ enum LocationStore: RecordTable {
                \(draft.isFavorite), \(draft.imageURLs), 1, \(createdAt), \(at), account.change_seq, clock_timestamp()
         FROM account
         ON CONFLICT (user_id, id) DO NOTHING
-        RETURNING \(unsafeSQL: columns)
+        RETURNING \(unsafeSQL: columns.sql)
         """
     }
 
@@ -80,7 +76,7 @@ enum LocationStore: RecordTable {
                image_urls = \(draft.imageURLs), version = version + 1, updated_at = \(at),
                deleted_at = \(placement == .hidden ? at : nil), change_seq = \(stamp), changed_at = clock_timestamp()
         WHERE l.user_id = \(userID) AND l.id = \(draft.id)
-        RETURNING \(unsafeSQL: columns)
+        RETURNING \(unsafeSQL: columns.sql)
         """
     }
 
@@ -89,7 +85,7 @@ enum LocationStore: RecordTable {
         UPDATE locations l SET deleted_at = \(at), updated_at = \(at), hidden = false, version = version + 1,
                change_seq = \(stamp), changed_at = clock_timestamp()
         WHERE l.user_id = \(userID) AND l.id = \(id)
-        RETURNING \(unsafeSQL: columns)
+        RETURNING \(unsafeSQL: columns.sql)
         """
     }
 
@@ -116,7 +112,7 @@ enum LocationStore: RecordTable {
             ).map { row throws(PostgresError) in try row.decode(0, as: UUID.self) })
         var hidden: [(id: UUID, imageURLs: [String])] = []
         var changed = false
-        try connection.query("SELECT set_config('locify.skip_counters', 'on', true)")
+        try skipCounters(connection, true)
         for owner in owners {
             let placement = graph.placement(of: owner) ?? .hidden
             let shown = placement.shownCategory(owner)
@@ -144,11 +140,22 @@ enum LocationStore: RecordTable {
         // The per-row counter trigger updated a category's row once per location, and each update
         // walks the row's versions made earlier in the transaction: quadratic (20,000 locations:
         // 41 s). Skipped above; the counts are set once from the rows (migrations/0006).
-        try connection.query("SELECT set_config('locify.skip_counters', '', true)")
+        try skipCounters(connection, false)
         if changed {
             try connection.query("SELECT locify_recount_location_counters(\(userID), \(Array(involved)))")
         }
         return hidden
+    }
+
+    /// Turns the per-row counter triggers (migrations/0006) off or back on for the rest of the
+    /// transaction, for a statement that recounts, or deletes every row, itself.
+    static func skipCounters(_ connection: PostgresConnection, _ skip: Bool) throws {
+        try connection.query("SELECT set_config('locify.skip_counters', \(skip ? "on" : ""), true)")
+    }
+
+    /// Deletes every location of the user (the account's deletion).
+    static func deleteAll(_ connection: PostgresConnection, userID: String) throws {
+        try connection.query("DELETE FROM locations WHERE user_id = \(userID)")
     }
 
     /// How a deep page (offset at or beyond `deepOffset`, no text search) is read; such pages also
@@ -160,30 +167,66 @@ enum LocationStore: RecordTable {
         case from(PageBoundaries.Start)
     }
 
+    /// Makes the transaction's statements planned for their values rather than by a generic plan
+    /// of the session (a search's listing, `LocationService.list`).
+    static func planForValues(_ connection: PostgresConnection) throws {
+        try connection.execute(unsafeSQL: "SET LOCAL plan_cache_mode = force_custom_plan")
+    }
+
     /// Pages from this offset on are read through `PageBoundaries`; shallower ones skip their
     /// offset in the index in microseconds.
     static let deepOffset: Int64 = 400
 
-    /// One page of live locations with its total; the first column is the account gate's
-    /// `tokens_valid_after`, the second the total, then the location columns (NULL when the page
-    /// is empty). Each filter combination is its own statement text (so each gets its own plan and
-    /// index) but binds are always `$1` user, `$2` category, `$3` favorite, `$4` search pattern,
-    /// `$5` limit, `$6` offset; the SQL text is built only from the constant fragments below.
+    /// One page of live locations with its total, gated. Each filter combination is its own
+    /// statement text (so each gets its own plan and index) but binds are always `$1` user, `$2`
+    /// category, `$3` favorite, `$4` search pattern, `$5` limit, `$6` offset, after the gate's
+    /// (`GatedRead` renumbers them); the SQL text is built only from the constant fragments below.
     ///
     /// The page is found on ids alone (an index-only scan of the sort's partial index skips the
     /// offset without touching the table) and only its rows are then read. The total does not
     /// depend on the page row, so it is computed once (bench/RESULTS.md, "Resources at scale").
-    ///
-    /// A `deep` read puts the user's change stamp and account time (`PageBoundaries.Stamp`) in
-    /// columns 3 and 4 and the location columns from column 5 on; `.from` reads the page after
-    /// the boundary row `$7` (skipping `$6` rows counted from it) and only when the stamp is still
-    /// `$8`/`$9`, checked in the same snapshot (else the location columns are NULL).
-    static func listQuery(userID: String, _ query: LocationQuery, deep: DeepRead? = nil) -> PostgresQuery {
+    static func listQuery(_ caller: Caller, _ query: LocationQuery) -> GatedRead<ListingRow<Location>> {
+        let row = listing(query)
+        return GatedRead(caller, row, selecting: listStatement(userID: caller.userID, query, deep: nil, selecting: row.sql))
+    }
+
+    /// A deep page (`listQuery`) with the user's change stamp and account time
+    /// (`PageBoundaries.Stamp`); `.from` reads the page after the boundary row `$7` (skipping `$6`
+    /// rows counted from it) and only when the stamp is still `$8`/`$9`, checked in the same
+    /// snapshot (else the page is empty).
+    static func deepListQuery(
+        _ caller: Caller, _ query: LocationQuery, _ deep: DeepRead
+    ) -> GatedRead<(stamp: PageBoundaries.Stamp, listing: ListingRow<Location>)> {
+        let row = stampColumns.then(listing(query)).map { (stamp: $0.0, listing: $0.1) }
+        return GatedRead(caller, row, selecting: listStatement(userID: caller.userID, query, deep: deep, selecting: row.sql))
+    }
+
+    /// A deep read's `PageBoundaries.Stamp` of the user row `u`.
+    private static let stampColumns = ColumnSet(["u.change_seq", "(extract(epoch FROM u.created_at) * 1000000)::bigint"]) {
+        column throws(PostgresError) in
+        PageBoundaries.Stamp(changeSeq: try column.next(), account: try column.next())
+    }
+
+    /// A listing's row: its total and the location columns.
+    private static func listing(_ query: LocationQuery) -> ColumnSet<ListingRow<Location>> {
+        columns.listing(total: totalExpression(query, filters: filters(query)))
+    }
+
+    /// The filters of a listing on the table's columns, against the binds of `listStatement`.
+    private static func filters(_ query: LocationQuery) -> String {
         var filters = ""
         if query.categoryID != nil { filters += " AND category_id = $2" }
         if query.isFavorite != nil { filters += " AND is_favorite = $3" }
+        if query.search != nil { filters += " AND search_text LIKE $4" }
+        return filters
+    }
+
+    /// The listing statement from its select list on (`selection`, written against its binds).
+    private static func listStatement(
+        userID: String, _ query: LocationQuery, deep: DeepRead?, selecting selection: String
+    ) -> PostgresQuery {
+        let filters = filters(query)
         let search = query.search.map { substringPattern(ListingRules.searchKey($0)) }
-        if search != nil { filters += " AND search_text LIKE $4" }
         let order: (String) -> String
         // The boundary row's sort key, read by primary key in the page's own snapshot.
         let boundary = { (column: String) in "(SELECT b.\(column) FROM locations b WHERE b.user_id = $1 AND b.id = $7)" }
@@ -199,28 +242,24 @@ enum LocationStore: RecordTable {
             order = { "\($0)name_key, \($0)id" }
             after = " AND (name_key, id) >= (\(boundary("name_key")), $7)"
         }
-        var stampColumns = ""
         var pageFilters = filters
         var binds = [
             PostgresBind(userID), PostgresBind(query.categoryID), PostgresBind(query.isFavorite), PostgresBind(search),
             PostgresBind(Int64(query.page.size)), PostgresBind(query.page.offset),
         ]
-        if let deep {
-            stampColumns = "u.change_seq, (extract(epoch FROM u.created_at) * 1000000)::bigint, "
-            if case .from(let start) = deep {
-                // Refers only to the user row: a one-time filter that skips the page read at once
-                // when the stamp has moved on.
-                pageFilters += after + " AND u.change_seq = $8 AND (extract(epoch FROM u.created_at) * 1000000)::bigint = $9"
-                binds[5] = PostgresBind(start.skip)
-                binds += [PostgresBind(start.boundaryID), PostgresBind(start.stamp.changeSeq), PostgresBind(start.stamp.account)]
-            }
+        if case .from(let start) = deep {
+            // Refers only to the user row: a one-time filter that skips the page read at once
+            // when the stamp has moved on.
+            pageFilters += after + " AND u.change_seq = $8 AND (extract(epoch FROM u.created_at) * 1000000)::bigint = $9"
+            binds[5] = PostgresBind(start.skip)
+            binds += [PostgresBind(start.boundaryID), PostgresBind(start.stamp.changeSeq), PostgresBind(start.stamp.account)]
         }
         // A search is planned for its values (LocationService.list), so its page names the user
         // as `$1`: the planner then knows how many rows that user has and whether the trigram index
         // or the sort's index finds the page sooner.
         let pageUser = search != nil ? "$1" : "u.id"
         let sql = """
-            SELECT u.tokens_valid_after, \(totalExpression(query, filters: filters)), \(stampColumns)\(columns)
+            \(selection)
             FROM users u
             LEFT JOIN LATERAL (
                 SELECT loc.* FROM (
@@ -280,13 +319,14 @@ enum LocationStore: RecordTable {
         return pattern
     }
 
-    static func getQuery(userID: String, id: UUID) -> PostgresQuery {
-        """
-        SELECT u.tokens_valid_after, \(unsafeSQL: columns)
-        FROM users u
-        LEFT JOIN locations l ON l.user_id = u.id AND l.id = \(id) AND l.deleted_at IS NULL
-        WHERE u.id = \(userID)
-        """
+    static func getQuery(_ caller: Caller, id: UUID) -> GatedRead<Location?> {
+        GatedRead(
+            caller, columns.orNil,
+            """
+            FROM users u
+            LEFT JOIN locations l ON l.user_id = u.id AND l.id = \(id) AND l.deleted_at IS NULL
+            WHERE u.id = \(caller.userID)
+            """)
     }
 }
 

@@ -15,9 +15,7 @@ struct RecordService<Table: RecordTable>: Sendable {
     /// The caller's live record `id`; E007 when it is unknown, deleted or another user's.
     func get(_ caller: Caller, id: UUID) throws -> Record {
         let found = try pool.withConnection { connection in
-            try AccountGate.read(connection, caller, Table.getQuery(userID: caller.userID, id: id), now: now) { rows in
-                try rows.first.flatMap { row throws(PostgresError) in row.isNull(1) ? nil : try Record(row: row, at: 1) }
-            }
+            try AccountGate.read(connection, caller, Table.getQuery(caller, id: id), now: now).first ?? nil
         }
         guard let found else { throw LocifyError.notFound(Record.kind.name) }
         return found

@@ -5,8 +5,8 @@ import Primitives
 
 /// The SQL of one synced record table (`CategoryStore`, `LocationStore`): the statements of the
 /// reads and last-write-wins writes both tables share, each table with its own SQL text. Every
-/// statement returns the record's columns (`StoredRecord.columns`) where it says it returns the
-/// record. The functions of the extension run them; `RecordService` calls those.
+/// statement that returns the record selects `columns` (the record's declared column set). The
+/// functions of the extension run them; `RecordService` calls those.
 protocol RecordTable {
     /// The validated write the table stores.
     associatedtype Draft: RecordDraft
@@ -15,6 +15,9 @@ protocol RecordTable {
     /// What a write needs to know besides its draft, worked out inside the write's transaction:
     /// for a location, where it is shown (`CategoryGraph.Placement`); nothing for a category.
     associatedtype Placement = Void
+
+    /// The record's columns as every statement of the table selects them.
+    static var columns: ColumnSet<Record> { get }
 
     /// The placement of `draft`, read inside the write's transaction (`stored`: the record it
     /// overwrites, if any); E007 when the draft refers to nothing the user has.
@@ -28,8 +31,8 @@ protocol RecordTable {
         userID: String, _ draft: Draft, _ placement: Placement, at: Timestamp, createdAt: Timestamp, stamp: Int64
     ) -> PostgresQuery
 
-    /// The create fast path, one statement: takes the user's write lock and stamp (unless the
-    /// account is missing or the token revoked) and inserts the record when its id is new;
+    /// The create fast path, one statement: takes the user's write lock and stamp
+    /// (`UserStore.nextStampIfAdmitted`: unless the account is missing or the token revoked) and inserts the record when its id is new;
     /// returns the record, or no row when it inserted nothing.
     static func insertIfNewQuery(_ caller: Caller, _ draft: Draft, at: Timestamp, createdAt: Timestamp) -> PostgresQuery
 
@@ -39,9 +42,8 @@ protocol RecordTable {
     /// Turns the record into a tombstone deleted at `at`, version + 1; returns the tombstone.
     static func tombstoneQuery(userID: String, id: UUID, at: Timestamp, stamp: Int64) -> PostgresQuery
 
-    /// One live record; the first column is the account gate's `tokens_valid_after`, then the
-    /// record's columns (NULL when there is no such live record).
-    static func getQuery(userID: String, id: UUID) -> PostgresQuery
+    /// One live record (nil when there is no such live record), gated.
+    static func getQuery(_ caller: Caller, id: UUID) -> GatedRead<Record?>
 }
 
 /// The statements of `RecordTable`, run. Write functions run inside a transaction that began with
@@ -54,7 +56,7 @@ extension RecordTable where Placement == Void {
 extension RecordTable {
     /// The stored record or tombstone, if the id was ever used by this user.
     static func find(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Record? {
-        try connection.query(findQuery(userID: userID, id: id)).first.map { row throws(PostgresError) in try Record(row: row, at: 0) }
+        try connection.query(findQuery(userID: userID, id: id)).first.map(columns.decode)
     }
 
     /// Inserts a new record: version 1.
@@ -62,7 +64,7 @@ extension RecordTable {
         _ connection: PostgresConnection, userID: String, _ draft: Draft, at: Timestamp, createdAt: Timestamp, stamp: Int64
     ) throws -> Record {
         let placement = try placement(connection, userID: userID, of: draft, stored: nil)
-        return try Record.single(
+        return try single(
             connection.query(insertQuery(userID: userID, draft, placement, at: at, createdAt: createdAt, stamp: stamp)))
     }
 
@@ -70,9 +72,7 @@ extension RecordTable {
     static func insertIfNew(
         _ connection: PostgresConnection, _ caller: Caller, _ draft: Draft, at: Timestamp, createdAt: Timestamp
     ) throws -> Record? {
-        try connection.query(insertIfNewQuery(caller, draft, at: at, createdAt: createdAt)).first.map { row throws(PostgresError) in
-            try Record(row: row, at: 0)
-        }
+        try connection.query(insertIfNewQuery(caller, draft, at: at, createdAt: createdAt)).first.map(columns.decode)
     }
 
     /// Replaces the editable fields (and revives a tombstone): version + 1.
@@ -80,25 +80,41 @@ extension RecordTable {
         _ connection: PostgresConnection, userID: String, _ draft: Draft, over stored: Record, at: Timestamp, stamp: Int64
     ) throws -> Record {
         let placement = try placement(connection, userID: userID, of: draft, stored: stored)
-        return try Record.single(connection.query(overwriteQuery(userID: userID, draft, placement, at: at, stamp: stamp)))
+        return try single(connection.query(overwriteQuery(userID: userID, draft, placement, at: at, stamp: stamp)))
     }
 
     /// Turns the record into a tombstone deleted at `at`: version + 1.
     static func tombstone(_ connection: PostgresConnection, userID: String, id: UUID, at: Timestamp, stamp: Int64) throws -> Record {
-        try Record.single(connection.query(tombstoneQuery(userID: userID, id: id, at: at, stamp: stamp)))
+        try single(connection.query(tombstoneQuery(userID: userID, id: id, at: at, stamp: stamp)))
+    }
+}
+
+extension RecordTable {
+    /// The one record a write statement returned.
+    private static func single(_ rows: PostgresRows) throws -> Record {
+        guard let row = rows.first else {
+            throw PostgresError(kind: .server, message: "a write returned no row")
+        }
+        return try columns.decode(row)
+    }
+}
+
+/// A row of a listing statement: the listing's total and one record of the page (nil in the one
+/// row of an empty page).
+typealias ListingRow<Record> = (total: Int64, record: Record?)
+
+extension ColumnSet {
+    /// A listing's row of these records: the total (the SQL expression `total`), then the
+    /// records' columns (NULL in the one row of an empty page).
+    func listing(total: String) -> ColumnSet<ListingRow<Value>> {
+        ColumnSet<Int64>(expression: total).then(orNil).map { (total: $0.0, record: $0.1) }
     }
 }
 
 extension Page where Record: StoredRecord {
-    /// The page a listing statement read: the total in the second column of the first row, the
-    /// records' columns from column `start` on (NULL in the one row of an empty page).
-    init(rows: PostgresRows, recordsAt start: Int, request: PageRequest) throws {
-        var records: [Record] = []
-        records.reserveCapacity(rows.count)
-        for row in rows where !row.isNull(start) {
-            records.append(try Record(row: row, at: start))
-        }
-        let total: Int64 = try rows.first?.decode(1) ?? 0
-        self.init(records: records, totalCount: total, page: request.page, size: request.size)
+    /// The page a listing statement read: the total of its first row, the records of its rows.
+    init(rows: [ListingRow<Record>], request: PageRequest) {
+        self.init(
+            records: rows.compactMap(\.record), totalCount: rows.first?.total ?? 0, page: request.page, size: request.size)
     }
 }

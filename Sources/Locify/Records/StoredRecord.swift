@@ -8,10 +8,9 @@ import Primitives
 protocol StoredRecord: Sendable {
     /// The kind of record (the tombstone's `type`, the noun of E007).
     static var kind: RecordKind { get }
-    /// The table's columns `init(row:at:)` reads, in order.
-    static var columnNames: [String] { get }
-    /// Decodes the columns of `columnNames` starting at column `start`.
-    init(row: PostgresRow, at start: Int) throws(PostgresError)
+    /// The record's columns of its table under `alias`, and their decoding: every statement that
+    /// returns the record selects these.
+    static func columns(_ alias: String) -> ColumnSet<Self>
 
     /// The client-chosen id.
     var id: UUID { get }
@@ -26,26 +25,6 @@ protocol StoredRecord: Sendable {
 }
 
 extension StoredRecord {
-    /// The columns `init(row:at:)` reads, in order, qualified by `alias`.
-    static func columns(_ alias: String) -> String {
-        var list = ""
-        for name in columnNames {
-            if !list.isEmpty { list += ", " }
-            list += alias
-            list += "."
-            list += name
-        }
-        return list
-    }
-
-    /// The one record a write statement returned (`RETURNING` the columns).
-    static func single(_ rows: PostgresRows) throws -> Self {
-        guard let row = rows.first else {
-            throw PostgresError(kind: .server, message: "a write returned no row")
-        }
-        return try Self(row: row, at: 0)
-    }
-
     /// The record, or its tombstone when deleted.
     var state: RecordState {
         if let deletedAt { return .tombstone(Self.kind, id: id, deletedAt: deletedAt) }

@@ -14,12 +14,12 @@ enum FeedStore {
         let table = kind == .category ? "categories" : "locations"
         let rows = try connection.query(
             """
-            SELECT \(unsafeSQL: columns(kind)) FROM \(unsafeSQL: table) r
+            SELECT \(unsafeSQL: states(kind).sql) FROM \(unsafeSQL: table) r
             WHERE r.user_id = \(userID) AND r.deleted_at IS NULL AND r.change_seq <= \(highWater) AND r.id > \(afterID)
             ORDER BY r.id
             LIMIT \(Int64(limit))
             """)
-        return try rows.map { row throws(PostgresError) in try state(kind, row, at: 0) }
+        return try rows.map(states(kind).decode)
     }
 
     /// Records of `kind` (live or tombstones) after position (`seq`, `rank`, `afterID`) in the
@@ -30,8 +30,9 @@ enum FeedStore {
         let table = kind == .category ? "categories" : "locations"
         // Rows at the cursor's own stamp come after it when their (rank, id) does.
         let sameStamp = kind == .category ? "$3 = 0 AND r.id > $4" : "$3 = 0 OR ($3 = 1 AND r.id > $4)"
+        let row = ColumnSet<Int64>(expression: "r.change_seq").then(states(kind))
         let sql = """
-            SELECT r.change_seq, \(columns(kind)) FROM \(table) r
+            SELECT \(row.sql) FROM \(table) r
             WHERE r.user_id = $1 AND r.change_seq >= $2 AND (r.change_seq > $2 OR \(sameStamp))
             ORDER BY r.change_seq, r.id
             LIMIT $5
@@ -43,17 +44,18 @@ enum FeedStore {
                     PostgresBind(userID), PostgresBind(cursor.seq), PostgresBind(Int64(cursor.rank)),
                     PostgresBind(cursor.afterID), PostgresBind(Int64(limit)),
                 ]))
-        return try rows.map { row throws(PostgresError) in (try row.decode(0), try state(kind, row, at: 1)) }
+        return try rows.map { result throws(PostgresError) in
+            let (stamp, state) = try row.decode(result)
+            return (stamp, state)
+        }
     }
 
-    private static func columns(_ kind: RecordKind) -> String {
-        kind == .category ? Category.columns("r") : Location.columns("r")
-    }
-
-    private static func state(_ kind: RecordKind, _ row: PostgresRow, at start: Int) throws(PostgresError) -> RecordState {
+    /// The record columns of `kind` under the alias `r`, decoded as its state (a tombstone when
+    /// deleted).
+    private static func states(_ kind: RecordKind) -> ColumnSet<RecordState> {
         switch kind {
-        case .category: return try Category(row: row, at: start).state
-        case .location: return try Location(row: row, at: start).state
+        case .category: return Category.columns("r").map { $0.state }
+        case .location: return Location.columns("r").map { $0.state }
         }
     }
 }

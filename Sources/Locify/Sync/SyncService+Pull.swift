@@ -24,28 +24,18 @@ extension SyncService {
 
     private func readPage(_ caller: Caller, since start: SyncCursor?, limit: Int) throws -> FeedPage {
         try pool.withTransaction(isolation: .repeatableRead, readOnly: true) { connection in
-            guard
-                let user = try connection.query(
-                    """
-                    SELECT tokens_valid_after, change_seq, now(), created_at, purged_seq FROM users
-                    WHERE id = \(caller.userID)
-                    """
-                ).first
-            else { throw AccountMissing() }
-            try AccountGate.check(tokensValidAfter: user.decode(0), caller)
-            let serverNow: Timestamp = try user.decode(2)
-            let accountCreatedAt: Timestamp = try user.decode(3)
-            let purgedThrough: Int64 = try user.decode(4)
+            guard let head = try AccountGate.readExisting(connection, UserStore.feedHead(caller))?.first else { throw AccountMissing() }
+            let serverNow = head.serverNow
             // Too old for the retention, issued to an earlier account under the same id (deleted
             // since; its stamps restarted, so the position means nothing now), or behind a purged
             // tombstone it has not delivered: resync from scratch.
             if let start,
-                start.issuedAt < serverNow.adding(milliseconds: -retentionSeconds * 1000) || start.issuedAt < accountCreatedAt
-                    || start.mayHaveMissed(purgedThrough: purgedThrough)
+                start.issuedAt < serverNow.adding(milliseconds: -retentionSeconds * 1000) || start.issuedAt < head.accountCreatedAt
+                    || start.mayHaveMissed(purgedThrough: head.purgedThrough)
             {
                 throw LocifyError.cursorExpired
             }
-            let highWater: Int64 = try user.decode(1)
+            let highWater = head.highWater
             var cursor =
                 start
                 ?? SyncCursor(phase: .snapshotCategories, seq: highWater, rank: 0, afterID: SyncCursor.minID, issuedAt: serverNow)

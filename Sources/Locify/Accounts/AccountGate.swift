@@ -66,3 +66,39 @@ enum AccountGate {
         return result.rows
     }
 }
+
+/// A read of the caller's user row `u` whose first column is the account gate's verdict
+/// (`UserStore.gate`) and whose rows then hold `row`'s columns: a read gated in its own round
+/// trip. `AccountGate.read` runs it.
+struct GatedRead<Row> {
+    let query: PostgresQuery
+    let row: ColumnSet<Row>
+
+    /// `SELECT <gate>, <row's columns> <from>`; `from` reads the caller's user row as `u`.
+    init(_ caller: Caller, _ row: ColumnSet<Row>, _ from: PostgresQuery) {
+        self.init(caller, row, selecting: row.width == 0 ? from : "\(unsafeSQL: row.sql) \(from)")
+    }
+
+    /// `SELECT <gate>, <selection>`, where `selection` begins with `row`'s columns (a statement
+    /// that writes its select list with its own binds).
+    init(_ caller: Caller, _ row: ColumnSet<Row>, selecting selection: PostgresQuery) {
+        self.row = row
+        query = row.width == 0 ? "SELECT \(UserStore.gate(caller)) \(selection)" : "SELECT \(UserStore.gate(caller)), \(selection)"
+    }
+
+    /// The gate's verdict and, when it admits the caller, the row of each result row; nil when
+    /// there is no row (no account).
+    func decode(_ rows: PostgresRows) throws(PostgresError) -> (admitted: Bool?, rows: [Row])? {
+        guard let first = rows.first else { return nil }
+        let admitted = try first.decode(0, as: Bool?.self)
+        guard admitted == true else { return (admitted, []) }
+        var decoded: [Row] = []
+        decoded.reserveCapacity(rows.count)
+        for result in rows {
+            var column = ColumnReader(result)
+            _ = try column.next(Bool?.self)
+            decoded.append(try row.decode(&column))
+        }
+        return (admitted, decoded)
+    }
+}

@@ -25,8 +25,8 @@ enum UserStore {
     static func nextStamp(_ connection: PostgresConnection, _ caller: Caller) throws -> (stamp: Int64, admitted: Bool)? {
         try connection.query(
             """
-            UPDATE users u SET change_seq = u.change_seq + 1 WHERE u.id = \(caller.userID)
-            RETURNING u.change_seq, \(gate(caller))
+            UPDATE users SET change_seq = change_seq + 1 WHERE id = \(caller.userID)
+            RETURNING change_seq, \(gate(caller, validAfter: "tokens_valid_after"))
             """
         ).first.map { row throws(PostgresError) in
             var column = ColumnReader(row)
@@ -38,9 +38,9 @@ enum UserStore {
     /// stamp (as `change_seq`), only when the account exists and the gate admits the token.
     static func nextStampIfAdmitted(_ caller: Caller) -> PostgresQuery {
         """
-        UPDATE users u SET change_seq = u.change_seq + 1
-        WHERE u.id = \(caller.userID) AND \(gate(caller))
-        RETURNING u.change_seq
+        UPDATE users SET change_seq = change_seq + 1
+        WHERE id = \(caller.userID) AND \(gate(caller, validAfter: "tokens_valid_after"))
+        RETURNING change_seq
         """
     }
 
@@ -82,12 +82,12 @@ enum UserStore {
 
     /// The gate alone.
     static func admitted(_ caller: Caller) -> GatedRead<Void> {
-        GatedRead(caller, ColumnSet([]) { _ throws(PostgresError) in }, "FROM users u WHERE u.id = \(caller.userID)")
+        GatedRead(caller, ColumnSet([]) { _ throws(PostgresError) in }, caller.ownRow)
     }
 
     /// The caller's profile.
     static func profile(_ caller: Caller) -> GatedRead<UserProfile> {
-        GatedRead(caller, profileColumns, "FROM users u WHERE u.id = \(caller.userID)")
+        GatedRead(caller, profileColumns, caller.ownRow)
     }
 
     /// Renames the user; returns the profile, or nil when the row is gone.
@@ -126,40 +126,11 @@ enum UserStore {
         let columns = ColumnSet(["u.change_seq", "now()", "u.created_at", "u.purged_seq"]) { column throws(PostgresError) in
             FeedHead(highWater: try column.next(), serverNow: try column.next(), accountCreatedAt: try column.next(), purgedThrough: try column.next())
         }
-        return GatedRead(caller, columns, "FROM users u WHERE u.id = \(caller.userID)")
+        return GatedRead(caller, columns, caller.ownRow)
     }
 }
 
-/// A read of the caller's user row `u` whose first column is the account gate's verdict
-/// (`UserStore.gate`) and whose rows then hold `row`'s columns: a read gated in its own round
-/// trip. `AccountGate.read` runs it.
-struct GatedRead<Row> {
-    let query: PostgresQuery
-    let row: ColumnSet<Row>
-
-    /// `SELECT <gate>, <row's columns> <from>`; `from` reads the caller's user row as `u`.
-    init(_ caller: Caller, _ row: ColumnSet<Row>, _ from: PostgresQuery) {
-        self.init(caller, row, selecting: row.width == 0 ? from : "\(unsafeSQL: row.sql) \(from)")
-    }
-
-    /// `SELECT <gate>, <selection>`, where `selection` begins with `row`'s columns (a statement
-    /// that writes its select list with its own binds).
-    init(_ caller: Caller, _ row: ColumnSet<Row>, selecting selection: PostgresQuery) {
-        self.row = row
-        query = row.width == 0 ? "SELECT \(UserStore.gate(caller)) \(selection)" : "SELECT \(UserStore.gate(caller)), \(selection)"
-    }
-
-    /// The gate's verdict and the row of each result row; nil when there is no row (no account).
-    func decode(_ rows: PostgresRows) throws(PostgresError) -> (admitted: Bool?, rows: [Row])? {
-        guard let first = rows.first else { return nil }
-        let admitted = try first.decode(0, as: Bool?.self)
-        var decoded: [Row] = []
-        decoded.reserveCapacity(rows.count)
-        for result in rows {
-            var column = ColumnReader(result)
-            _ = try column.next(Bool?.self)
-            decoded.append(try row.decode(&column))
-        }
-        return (admitted, decoded)
-    }
+extension Caller {
+    /// The `FROM` clause of a read of the caller's user row alone, as `u`.
+    fileprivate var ownRow: PostgresQuery { "FROM users u WHERE u.id = \(userID)" }
 }

@@ -77,41 +77,44 @@ public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolatio
     }
 
     /// The text with each placeholder `$n` outside quoted literals, identifiers and `--` comments
-    /// turned into `$(n + offset)`.
+    /// turned into `$(n + offset)`. Works on the UTF-8 bytes: every byte it looks for is ASCII.
     func renumbered(after offset: Int) -> String {
         guard offset > 0, sql.utf8.contains(UInt8(ascii: "$")) else { return sql }
-        var result = ""
-        result.reserveCapacity(sql.utf8.count + 8)
-        var quote: Character?
-        var index = sql.startIndex
-        while index < sql.endIndex {
-            let character = sql[index]
+        let text = Array(sql.utf8)
+        var result: [UInt8] = []
+        result.reserveCapacity(text.count + 16)
+        var quote: UInt8?
+        var index = 0
+        while index < text.count {
+            let byte = text[index]
             if let open = quote {
-                if character == open { quote = nil }
-            } else if character == "'" || character == "\"" {
-                quote = character
-            } else if character == "-", sql[sql.index(after: index)...].first == "-" {
+                if byte == open { quote = nil }
+            } else if byte == UInt8(ascii: "'") || byte == UInt8(ascii: "\"") {
+                quote = byte
+            } else if byte == UInt8(ascii: "-"), index + 1 < text.count, text[index + 1] == UInt8(ascii: "-") {
                 // A comment runs to the end of its line, untouched.
-                let end = sql[index...].firstIndex(of: "\n") ?? sql.endIndex
-                result.append(contentsOf: sql[index..<end])
+                let end = text[index...].firstIndex(of: UInt8(ascii: "\n")) ?? text.count
+                result += text[index..<end]
                 index = end
                 continue
-            } else if character == "$" {
-                let digits = sql[sql.index(after: index)...].prefix(while: \.isASCIIDigit)
-                if let number = Int(digits) {
-                    result.append("$")
-                    result.append(String(number + offset))
-                    index = digits.endIndex
+            } else if byte == UInt8(ascii: "$") {
+                var end = index + 1
+                var number = 0
+                // PostgreSQL takes at most 65,535 binds: more digits than that are not a placeholder's.
+                while end < text.count, end - index <= 6, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(text[end]) {
+                    number = number * 10 + Int(text[end] - UInt8(ascii: "0"))
+                    end += 1
+                }
+                if end > index + 1 {
+                    result.append(byte)
+                    result += String(number + offset).utf8
+                    index = end
                     continue
                 }
             }
-            result.append(character)
-            index = sql.index(after: index)
+            result.append(byte)
+            index += 1
         }
-        return result
+        return String(decoding: result, as: UTF8.self)
     }
-}
-
-extension Character {
-    fileprivate var isASCIIDigit: Bool { isASCII && isWholeNumber }
 }

@@ -34,14 +34,14 @@ struct PostgresQueryTests {
     func fragment() {
         let gate: PostgresQuery = "(u.valid_after < \(Int64(7)))"
         let tail = PostgresQuery(
-            unsafeSQL: "FROM t WHERE a = $1 AND b = $2 AND c = $1 AND d = '$1' AND \"$2\" = 0 -- the user's $2\n",
+            unsafeSQL: "FROM t WHERE a = $1 AND b = $2 AND c = $1 AND d = '$1' AND \"$2\" = 0 -- the user's café $2\n",
             binds: [
                 PostgresBind("a"), PostgresBind(Int64(2)),
             ])
         let query: PostgresQuery = "SELECT \(gate), \(Int64(3)) \(tail) AND e = \(gate)"
         #expect(
             query.sql
-                == "SELECT (u.valid_after < $1), $2 FROM t WHERE a = $3 AND b = $4 AND c = $3 AND d = '$1' AND \"$2\" = 0 -- the user's $2\n AND e = (u.valid_after < $5)"
+                == "SELECT (u.valid_after < $1), $2 FROM t WHERE a = $3 AND b = $4 AND c = $3 AND d = '$1' AND \"$2\" = 0 -- the user's café $2\n AND e = (u.valid_after < $5)"
         )
         #expect(query.binds == [PostgresBind(Int64(7)), PostgresBind(Int64(3)), PostgresBind("a"), PostgresBind(Int64(2)), PostgresBind(Int64(7))])
         let alone: PostgresQuery = "\(tail)"

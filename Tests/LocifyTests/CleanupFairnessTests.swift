@@ -17,6 +17,21 @@ struct CleanupFairnessTests {
         return (CleanupWorker(pool: pool, executor: executor, logger: TestDatabase.logger), pool)
     }
 
+    /// A new caller owning one category, and an id for a location not written yet.
+    static func callerWithCategory(_ db: LocifyTestDatabase) throws -> (Caller, category: UUID, location: UUID) {
+        let caller = TestConstants.newCaller()
+        let category = UUID()
+        _ = try db.services.categories.create(caller, CategoryDraft(id: category, name: "C"))
+        return (caller, category, UUID())
+    }
+
+    /// The objects queued one per job (`storage_object`), in queueing order.
+    static func queuedObjects(_ db: LocifyTestDatabase) throws -> [String] {
+        try db.pool.withConnection { connection in
+            try connection.query("SELECT target FROM cleanup_jobs WHERE kind = 'storage_object' ORDER BY id").map { try $0.decode(0) }
+        }
+    }
+
     /// Claims and runs `count` jobs, one at a time.
     static func run(_ worker: CleanupWorker, _ count: Int) throws {
         for _ in 0..<count { #expect(try worker.runNextJob()) }
@@ -126,11 +141,8 @@ struct CleanupFairnessTests {
     func plainURLsInsideFolders() throws {
         let db = try LocifyTestDatabase.create()
         defer { db.drop() }
-        let caller = TestConstants.newCaller()
+        let (caller, category, location) = try Self.callerWithCategory(db)
         let uid = caller.userID
-        let category = UUID()
-        let location = UUID()
-        _ = try db.services.categories.create(caller, CategoryDraft(id: category, name: "C"))
         _ = try db.services.locations.create(
             caller, LocationDraft(id: location, categoryID: category, name: "L", latitude: 1, longitude: 1))
         let base = "https://firebasestorage.googleapis.com/v0/b/\(TestConstants.bucket)/o/locations%2F\(uid)%2F"
@@ -171,11 +183,8 @@ struct CleanupFairnessTests {
             try connection.query("UPDATE locations SET image_urls = \(omitted + returned) WHERE user_id = \(uid) AND id = \(location)")
         }
         _ = try db.services.categories.delete(caller, id: category, updatedAt: nil, reassignTo: nil)
-        let queued: [String] = try db.pool.withConnection { connection in
-            try connection.query("SELECT target FROM cleanup_jobs WHERE kind = 'storage_object' ORDER BY id").map { try $0.decode(0) }
-        }
         #expect(
-            queued == [
+            try Self.queuedObjects(db) == [
                 "locations/\(uid)/\(upper)0/a.jpg", "locations/\(uid)/shared/a.jpg", "locations/\(uid)/\(upper)%2Fa.jpg",
             ])
     }
@@ -184,10 +193,8 @@ struct CleanupFairnessTests {
     func imagesOutsideFolderFollowsWrites() throws {
         let db = try LocifyTestDatabase.create()
         defer { db.drop() }
-        let caller = TestConstants.newCaller()
+        let (caller, category, location) = try Self.callerWithCategory(db)
         let uid = caller.userID
-        let category = UUID()
-        let location = UUID()
         let inside = "https://firebasestorage.googleapis.com/v0/b/\(TestConstants.bucket)/o/locations%2F\(uid)%2F\(location.uuidString)%2Fa.jpg"
         let shared = "https://firebasestorage.googleapis.com/v0/b/\(TestConstants.bucket)/o/locations%2F\(uid)%2Fshared%2Fb.jpg"
         func flag() throws -> Bool {
@@ -200,7 +207,6 @@ struct CleanupFairnessTests {
         func draft(_ urls: [String], _ name: String) throws -> LocationDraft {
             try LocationDraft(id: location, categoryID: category, name: name, latitude: 1, longitude: 1, imageURLs: urls)
         }
-        _ = try db.services.categories.create(caller, CategoryDraft(id: category, name: "C"))
         _ = try db.services.locations.create(caller, try draft([inside], "a"))
         #expect(try !flag())
         _ = try db.services.locations.replace(caller, try draft([inside, shared], "b"))
@@ -211,10 +217,7 @@ struct CleanupFairnessTests {
         #expect(try flag())
         // The cascade queues the folder, and the shared object because this row is flagged.
         _ = try db.services.categories.delete(caller, id: category, updatedAt: nil, reassignTo: nil)
-        let objects: [String] = try db.pool.withConnection { connection in
-            try connection.query("SELECT target FROM cleanup_jobs WHERE kind = 'storage_object'").map { try $0.decode(0) }
-        }
-        #expect(objects == ["locations/\(uid)/shared/b.jpg"])
+        #expect(try Self.queuedObjects(db) == ["locations/\(uid)/shared/b.jpg"])
     }
 
     @Test("a cascade of 300 locations, each with two objects outside its folder, queues 2 jobs per folder and 1 per 100 objects")

@@ -135,7 +135,8 @@ enum LocationStore: RecordTable {
             changed = changed || rows.count > 0
             guard isHidden else { continue }
             for row in rows {
-                hidden.append((try row.decode(0), try row.decode(1, as: [String]?.self) ?? []))
+                var column = ColumnReader(row)
+                hidden.append((try column.next(), try column.next([String]?.self) ?? []))
             }
         }
         // The per-row counter trigger updated a category's row once per location, and each update

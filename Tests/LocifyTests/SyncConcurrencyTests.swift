@@ -184,11 +184,12 @@ struct SyncConcurrencyTests {
     /// One location write as the services do it (user lock, change stamp), in a transaction the
     /// test controls, with `changed_at` set to the transaction's start as the naive design would.
     static func writeLocation(_ connection: PostgresConnection, _ caller: Caller, id: UUID, category: UUID) throws {
-        let stamp = try AccountGate.beginWrite(connection, caller, now: Timestamp.now)
+        let now = WallClock.system.now()
+        let stamp = try AccountGate.beginWrite(connection, caller, now: { now })
         _ = try LocationStore.insert(
             connection, userID: caller.userID,
             LocationDraft(id: id, categoryID: category, name: "Written", latitude: 1, longitude: 2),
-            at: .now(), createdAt: .now(), stamp: stamp)
+            at: now, createdAt: now, stamp: stamp)
         try connection.query("UPDATE locations SET changed_at = now() WHERE user_id = \(caller.userID) AND id = \(id)")
     }
 

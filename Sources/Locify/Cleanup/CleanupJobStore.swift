@@ -61,7 +61,7 @@ struct StorageScope: Sendable {
     /// either letter case and `%2F`, compared as bytes; all of them when `plainPrefix` is nil.
     static func urls(_ urls: [String], outsideFolderOf id: UUID, plainPrefix: String?) -> [String] {
         guard let plainPrefix else { return urls }
-        let prefixes = [id.lowercasedString, id.uuidString].map { Array((plainPrefix + $0 + "%2F").utf8) }
+        let prefixes = [id.uuidString.lowercased(), id.uuidString].map { Array((plainPrefix + $0 + "%2F").utf8) }
         return urls.filter { url in
             var url = url
             return !url.withUTF8 { bytes in

@@ -19,7 +19,7 @@ protocol RecordResource: Sendable {
     /// Reads the list's query parameters.
     static func listQuery(_ query: QueryParameters) throws(APIError) -> ListQuery
     /// Decodes a POST or PUT body; `pathID` is the id of `PUT .../{id}`.
-    static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(LocifyError) -> Draft
+    static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(RequestDecodingError) -> Draft
     /// Refuses a delete whose options contradict its id, before any service runs.
     static func checkDeletion(id: UUID, options: DeleteOptions) throws(LocifyError)
     /// Writes the record's JSON object.
@@ -44,7 +44,7 @@ extension CategoryService: RecordResource {
         try query.pageRequest()
     }
 
-    static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(LocifyError) -> CategoryDraft {
+    static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(RequestDecodingError) -> CategoryDraft {
         try CategoryDraft(json: body, userID: userID, pathID: pathID)
     }
 
@@ -68,7 +68,7 @@ extension LocationService: RecordResource {
         try ResourceRoutes.locationQuery(query)
     }
 
-    static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(LocifyError) -> LocationDraft {
+    static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(RequestDecodingError) -> LocationDraft {
         try LocationDraft(json: body, userID: userID, pathID: pathID)
     }
 

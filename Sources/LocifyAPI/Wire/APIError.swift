@@ -35,14 +35,6 @@ public struct APIError: Error, Sendable {
 
     // MARK: The error table of openapi.yaml
 
-    static func invalidInput(_ field: String, _ message: String) -> APIError {
-        fieldError(.invalidInput, FieldIssue(field: field, message: message))
-    }
-
-    static func invalidUUID(_ field: String) -> APIError {
-        fieldError(.invalidUUID, FieldIssue(field: field, message: "must be a UUID"))
-    }
-
     /// E005 with the challenge of RFC 6750: bare `Bearer` when no credentials came,
     /// `error="invalid_token"` when they were refused. The message is the same for every reason.
     static func unauthenticated(credentialsSent: Bool) -> APIError {

@@ -17,6 +17,21 @@ struct CleanupFairnessTests {
         return (CleanupWorker(pool: pool, executor: executor, logger: TestDatabase.logger), pool)
     }
 
+    /// A new caller owning one category, and an id for a location not written yet.
+    static func callerWithCategory(_ db: LocifyTestDatabase) throws -> (Caller, category: UUID, location: UUID) {
+        let caller = TestConstants.newCaller()
+        let category = UUID()
+        _ = try db.services.categories.create(caller, CategoryDraft(id: category, name: "C"))
+        return (caller, category, UUID())
+    }
+
+    /// The objects queued one per job (`storage_object`), in queueing order.
+    static func queuedObjects(_ db: LocifyTestDatabase) throws -> [String] {
+        try db.pool.withConnection { connection in
+            try connection.query("SELECT target FROM cleanup_jobs WHERE kind = 'storage_object' ORDER BY id").map { try $0.decode(0) }
+        }
+    }
+
     /// Claims and runs `count` jobs, one at a time.
     static func run(_ worker: CleanupWorker, _ count: Int) throws {
         for _ in 0..<count { #expect(try worker.runNextJob()) }
@@ -122,15 +137,12 @@ struct CleanupFairnessTests {
         #expect(CleanupJob.folders(Array(folders.prefix(2))).map(\.kind) == [.storagePrefix, .storagePrefix])
     }
 
-    @Test("a cascade does not parse URLs plainly inside the location's own folder; whatever it skips, parsing would not queue either")
+    @Test("a cascade reads no URL plainly inside the location's own folder; whatever it skips, parsing would not queue either")
     func plainURLsInsideFolders() throws {
         let db = try LocifyTestDatabase.create()
         defer { db.drop() }
-        let caller = TestConstants.newCaller()
+        let (caller, category, location) = try Self.callerWithCategory(db)
         let uid = caller.userID
-        let category = UUID()
-        let location = UUID()
-        _ = try db.services.categories.create(caller, CategoryDraft(id: category, name: "C"))
         _ = try db.services.locations.create(
             caller, LocationDraft(id: location, categoryID: category, name: "L", latitude: 1, longitude: 1))
         let base = "https://firebasestorage.googleapis.com/v0/b/\(TestConstants.bucket)/o/locations%2F\(uid)%2F"
@@ -139,31 +151,73 @@ struct CleanupFairnessTests {
         let omitted = [
             base + "\(upper)%2Fa.jpg?alt=media&token=t", base + "\(lower)%2Fdeep%2Fb.jpg", base + "\(upper)%2F..%2F..%2Fu2%2Fx.jpg",
             base + "\(upper)%2Fbad%zz", base + "\(upper)%2Fnul%00.jpg", base + "\(upper)%2F",
+            "https://firebasestorage.googleapis.com/v0/b/other.appspot.com/o/locations%2F\(uid)%2F\(upper)%2Fa.jpg",
         ]
         let returned = [
             base + "\(upper)0%2Fa.jpg", base + "shared%2Fa.jpg",
-            "https://firebasestorage.googleapis.com/v0/b/other.appspot.com/o/locations%2F\(uid)%2F\(upper)%2Fa.jpg",
             "HTTPS://firebasestorage.googleapis.com/v0/b/\(TestConstants.bucket)/o/locations%2F\(uid)%2F\(upper)%2Fa.jpg",
             "https://storage.googleapis.com/\(TestConstants.bucket)/locations/\(uid)/\(upper)/a.jpg",
+            "gs://\(TestConstants.bucket)/locations/\(uid)/\(upper)/a.jpg",
+            "https://firebasestorage.googleapis.com/v0/b/\(TestConstants.bucket)/o/locations%2F\(uid)%2F\(upper)%252Fa.jpg",
+            "https://firebasestorage.googleapis.com/v0/b/b%2Fc/o/locations%2F\(uid)%2F\(upper)%2Fa.jpg",
         ]
+        // The rule of migrations/0007, one URL at a time, and for a uid that would need encoding.
+        func outside(_ urls: [String], userID: String = uid) throws -> Bool {
+            try db.pool.withConnection { connection in
+                try #require(try connection.query("SELECT locify_images_outside_folder(\(urls), \(userID), \(location))").first)
+                    .decode(0, as: Bool.self)
+            }
+        }
+        for url in omitted { #expect(try !outside([url]), "\(url)") }
+        for url in returned { #expect(try outside([url]), "\(url)") }
+        #expect(try !outside([]))
+        #expect(try outside([], userID: "u 1"))
+        #expect(try outside(["https://firebasestorage.googleapis.com/v0/b/b/o/locations%2Fu 1%2F\(upper)%2Fa.jpg"], userID: "u 1"))
+        // Whatever it leaves out, the server's own parsing would not queue either.
         let scope = StorageScope(bucket: TestConstants.bucket, skips: CleanupSkips(logger: TestDatabase.logger))
-        let prefix = try #require(scope.plainLocationURLPrefix(userID: uid))
-        #expect(StorageScope.urls(omitted + returned, outsideFolderOf: location, plainPrefix: prefix) == returned)
-        #expect(StorageScope.urls(omitted, outsideFolderOf: location, plainPrefix: nil) == omitted)
-        // Through the cascade: only the returned URLs' owned objects outside the folder are queued.
+        let folders = Set(CleanupJob.locationFolders(userID: uid, id: location))
+        #expect(scope.ownedObjects(omitted, userID: uid).filter { !CleanupJob.isInside($0, anyOf: folders) }.isEmpty)
+        // Through the cascade (URLs written as stored before the write-time rule): only the owned
+        // objects outside the folder are queued.
         try db.pool.withConnection { connection in
             try connection.query("UPDATE locations SET image_urls = \(omitted + returned) WHERE user_id = \(uid) AND id = \(location)")
         }
         _ = try db.services.categories.delete(caller, id: category, updatedAt: nil, reassignTo: nil)
-        let queued: [String] = try db.pool.withConnection { connection in
-            try connection.query("SELECT target FROM cleanup_jobs WHERE kind = 'storage_object' ORDER BY id").map { try $0.decode(0) }
+        #expect(
+            try Self.queuedObjects(db) == [
+                "locations/\(uid)/\(upper)0/a.jpg", "locations/\(uid)/shared/a.jpg", "locations/\(uid)/\(upper)%2Fa.jpg",
+            ])
+    }
+
+    @Test("every write that sets a location's photos keeps images_outside_folder; the cascade reads only those rows' URLs")
+    func imagesOutsideFolderFollowsWrites() throws {
+        let db = try LocifyTestDatabase.create()
+        defer { db.drop() }
+        let (caller, category, location) = try Self.callerWithCategory(db)
+        let uid = caller.userID
+        let inside = "https://firebasestorage.googleapis.com/v0/b/\(TestConstants.bucket)/o/locations%2F\(uid)%2F\(location.uuidString)%2Fa.jpg"
+        let shared = "https://firebasestorage.googleapis.com/v0/b/\(TestConstants.bucket)/o/locations%2F\(uid)%2Fshared%2Fb.jpg"
+        func flag() throws -> Bool {
+            try db.pool.withConnection { connection in
+                try #require(
+                    try connection.query("SELECT images_outside_folder FROM locations WHERE user_id = \(uid) AND id = \(location)").first
+                ).decode(0, as: Bool.self)
+            }
         }
-        #expect(queued == ["locations/\(uid)/\(upper)0/a.jpg", "locations/\(uid)/shared/a.jpg"])
-        let folders = Set(CleanupJob.locationFolders(userID: uid, id: location))
-        #expect(scope.ownedObjects(omitted, userID: uid).filter { !CleanupJob.isInside($0, anyOf: folders) }.isEmpty)
-        // A uid or bucket that would need percent-encoding: nothing is omitted.
-        #expect(scope.plainLocationURLPrefix(userID: "u 1") == nil)
-        #expect(StorageScope(bucket: "b%2Fc", skips: scope.skips).plainLocationURLPrefix(userID: uid) == nil)
+        func draft(_ urls: [String], _ name: String) throws -> LocationDraft {
+            try LocationDraft(id: location, categoryID: category, name: name, latitude: 1, longitude: 1, imageURLs: urls)
+        }
+        _ = try db.services.locations.create(caller, try draft([inside], "a"))
+        #expect(try !flag())
+        _ = try db.services.locations.replace(caller, try draft([inside, shared], "b"))
+        #expect(try flag())
+        _ = try db.services.locations.replace(caller, try draft([inside], "c"))
+        #expect(try !flag())
+        _ = try db.services.locations.replace(caller, try draft([shared], "d"))
+        #expect(try flag())
+        // The cascade queues the folder, and the shared object because this row is flagged.
+        _ = try db.services.categories.delete(caller, id: category, updatedAt: nil, reassignTo: nil)
+        #expect(try Self.queuedObjects(db) == ["locations/\(uid)/shared/b.jpg"])
     }
 
     @Test("a cascade of 300 locations, each with two objects outside its folder, queues 2 jobs per folder and 1 per 100 objects")

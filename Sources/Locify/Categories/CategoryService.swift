@@ -79,10 +79,9 @@ public struct CategoryService: Sendable {
         // A category deleted again has had its folder queued already.
         var folders = category.deletedAt == nil ? CleanupJob.categoryFolders(userID: userID, id: category.id) : []
         var urls = reassignTo == nil ? category.icon.map { [$0] } ?? [] : []
-        let plainPrefix = storage.plainLocationURLPrefix(userID: userID)
         for location in hidden {
             folders += CleanupJob.locationFolders(userID: userID, id: location.id)
-            urls += StorageScope.urls(location.imageURLs, outsideFolderOf: location.id, plainPrefix: plainPrefix)
+            urls += location.imageURLsOutsideFolder
         }
         // Objects inside a folder queued here go with it.
         let queued = Set(folders)

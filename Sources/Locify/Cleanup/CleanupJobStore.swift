@@ -1,5 +1,4 @@
 import FoundationEssentials
-import Glibc
 import LocifyRules
 import Postgres
 
@@ -38,40 +37,6 @@ struct StorageScope: Sendable {
     let bucket: String
     /// Where objects whose name cannot exist are counted (and logged) instead of queued.
     let skips: CleanupSkips
-
-    /// The start of the download URLs, as the Firebase SDKs write them byte for byte, of objects
-    /// in `userID`'s location folders: `https://firebasestorage.googleapis.com/v0/b/<bucket>/o/locations%2F<uid>%2F`.
-    /// Followed by a location's id (either letter case) and `%2F`, such a URL names an object
-    /// inside that location's folder or, malformed, nothing `ownedObjects` would keep, so a
-    /// cascade that queues the folder need not parse it (`urls(_:outsideFolderOf:plainPrefix:)`:
-    /// parsing 200,000 of them was most of a 20,000-location delete). Nil when the bucket or the
-    /// uid would need percent-encoding: then every URL goes through `ownedObjects`.
-    func plainLocationURLPrefix(userID: String) -> String? {
-        let isUnreserved = { (byte: UInt8) in
-            (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == 0x2D || byte == 0x2E
-                || byte == 0x5F || byte == 0x7E
-        }
-        guard !bucket.isEmpty, !userID.isEmpty, bucket.utf8.allSatisfy(isUnreserved), userID.utf8.allSatisfy(isUnreserved) else {
-            return nil
-        }
-        return "https://firebasestorage.googleapis.com/v0/b/\(bucket)/o/\(UserStorageFolder.locations.rawValue)%2F\(userID)%2F"
-    }
-
-    /// `urls` less those starting with `plainPrefix` (`plainLocationURLPrefix`), location `id` in
-    /// either letter case and `%2F`, compared as bytes; all of them when `plainPrefix` is nil.
-    static func urls(_ urls: [String], outsideFolderOf id: UUID, plainPrefix: String?) -> [String] {
-        guard let plainPrefix else { return urls }
-        let prefixes = [id.uuidString.lowercased(), id.uuidString].map { Array((plainPrefix + $0 + "%2F").utf8) }
-        return urls.filter { url in
-            var url = url
-            return !url.withUTF8 { bytes in
-                prefixes.contains { prefix in
-                    guard bytes.count >= prefix.count, let start = bytes.baseAddress else { return false }
-                    return prefix.withUnsafeBufferPointer { $0.baseAddress.map { memcmp(start, $0, prefix.count) == 0 } ?? false }
-                }
-            }
-        }
-    }
 
     /// The object paths, among `urls`, that are safe to delete for `userID`. A URL stored before
     /// the write-time rule whose object name cannot exist (a control character, over 1,024

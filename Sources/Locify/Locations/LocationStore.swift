@@ -96,12 +96,13 @@ enum LocationStore: RecordTable {
     /// Shows the locations placed in `category`, and in every deleted category whose reassign chain
     /// passes through it, where its new state says (`CategoryGraph`): after it was deleted, deleted
     /// again or came back. Each location that moves, hides or comes back gets version + 1 and the
-    /// stamp; its own clock (`updated_at`) stays. Returns the locations it hid, with their image
-    /// URLs, for the Storage clean-up. Counters are kept without the per-row trigger: one recount
+    /// stamp; its own clock (`updated_at`) stays. Returns the locations it hid, for the Storage clean-up,
+    /// with their image URLs when one may name an object outside the location's own folder
+    /// (`images_outside_folder`, migrations/0007); the folder's job covers the others. Counters are kept without the per-row trigger: one recount
     /// of the categories involved (`locify_recount_location_counters`), linear in their locations.
     static func follow(
         _ connection: PostgresConnection, userID: String, category: UUID, stamp: Int64
-    ) throws -> [(id: UUID, imageURLs: [String])] {
+    ) throws -> [(id: UUID, imageURLsOutsideFolder: [String])] {
         let graph = try CategoryGraph.load(connection, userID: userID)
         let owners = graph.dependents(of: category)
         // The categories whose counts can change: the owners, where they show their locations,
@@ -114,7 +115,7 @@ enum LocationStore: RecordTable {
                 WHERE l.user_id = \(userID) AND l.own_category_id = ANY (\(owners)) AND l.deleted_at IS NULL
                 """
             ).map { row throws(PostgresError) in try row.decode(0, as: UUID.self) })
-        var hidden: [(id: UUID, imageURLs: [String])] = []
+        var hidden: [(id: UUID, imageURLsOutsideFolder: [String])] = []
         var changed = false
         try connection.query("SELECT set_config('locify.skip_counters', 'on', true)")
         for owner in owners {
@@ -133,12 +134,12 @@ enum LocationStore: RecordTable {
                        OR (l.deleted_at IS NULL AND l.own_category_id = \(owner))
                        OR (l.hidden AND l.category_id = \(owner)))
                   AND (l.hidden <> \(isHidden) OR l.category_id <> \(shown))
-                RETURNING l.id, l.image_urls
+                RETURNING l.id, CASE WHEN l.images_outside_folder THEN l.image_urls END
                 """)
             changed = changed || rows.count > 0
             guard isHidden else { continue }
             for row in rows {
-                hidden.append((try row.decode(0), try row.decode(1)))
+                hidden.append((try row.decode(0), try row.decode(1, as: [String]?.self) ?? []))
             }
         }
         // The per-row counter trigger updated a category's row once per location, and each update

@@ -42,6 +42,7 @@ enum FuzzIDToken {
 
     /// The fixed clock: 2027-01-15T08:00:00Z (the seed tokens are valid then).
     static let now: Double = 1_800_000_000
+    static let clock = WallClock { .seconds(now) }
     static let projectID = TestConstants.projectID
 
     static let quiet = Logger(label: "fuzz") { _ in SwiftLogNoOpLogHandler() }
@@ -51,12 +52,12 @@ enum FuzzIDToken {
     static let signedVerifier = IDTokenVerifier(
         projectId: projectID,
         keys: PublicKeyCache(
-            source: FixedCertificates(), configuration: PublicKeyCache.Configuration(fetchWait: 60), now: { now },
+            source: FixedCertificates(), configuration: PublicKeyCache.Configuration(fetchWait: 60), clock: clock,
             logger: quiet),
-        cacheCapacity: 0, now: { now }, logger: quiet)
+        cacheCapacity: 0, clock: clock, logger: quiet)
 
     static let emulatorVerifier = IDTokenVerifier(
-        projectId: projectID, keys: nil, emulatorMode: true, cacheCapacity: 0, now: { now }, logger: quiet)
+        projectId: projectID, keys: nil, emulatorMode: true, cacheCapacity: 0, clock: clock, logger: quiet)
 
     struct FixedCertificates: CertificateSource {
         func fetchCertificates() throws -> CertificateSet {

@@ -9,7 +9,7 @@ import Primitives
 /// Fuzzes the request decoding of `LocifyAPI` and the validation of `Locify`: the input is a
 /// request body (JSON text) decoded as a category (`CategoryDraft(json:)`), a location
 /// (`LocationDraft(json:)`), delete options (`DeleteOptions`, from the body and from query
-/// items), a push batch (`PushChange.batch(json:)`, each change through `PushChange(json:)` and
+/// items), a push batch (`PushedChange.batch(json:)`, each change through `PushedChange(json:)` and
 /// the draft its type and action select) and sync cursors (`SyncCursor(encoded:)` on the raw
 /// input and on every string in the body).
 ///
@@ -32,7 +32,7 @@ enum FuzzRequestDecoding {
             decodeLocation(body)
             decodeDeleteOptions(body)
             decodeChange(body)
-            if let changes = try? PushChange.batch(json: body, userID: userID) {
+            if let changes = try? PushedChange.batch(json: body, userID: userID) {
                 for change in changes { checkChange(change) }
             }
             forEachString(in: body) { decodeCursor($0) }
@@ -86,17 +86,17 @@ enum FuzzRequestDecoding {
 
     /// One push change, decoded as `POST /v1/sync/push` decodes it before touching the database.
     static func decodeChange(_ value: JSONValue) {
-        let change = PushChange(json: value, userID: userID)
-        precondition(PushChange(json: value, userID: userID) == change, "nondeterministic")
+        let change = PushedChange(json: value, userID: userID)
+        precondition(PushedChange(json: value, userID: userID) == change, "nondeterministic")
         checkChange(change)
     }
 
     /// What an accepted change promises: its draft keeps the draft rules (and is what the draft
     /// decoders give for the same data); the reported id is lower-case when it is a UUID.
-    static func checkChange(_ change: PushChange) {
+    static func checkChange(_ change: PushedChange) {
         if let id = change.id, let uuid = UUID(apiString: id) { precondition(id == uuid.lowercasedString, "reported id not lower-case") }
-        guard case .success(let operation) = change.operation else { return }
-        switch operation {
+        guard case .success(let write) = change.change else { return }
+        switch write {
         case .createCategory(let draft), .updateCategory(let draft):
             checkName(draft.name)
             if let icon = draft.icon { checkURL(icon) }

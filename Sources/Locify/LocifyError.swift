@@ -24,21 +24,17 @@ public enum RecordState: Sendable, Equatable {
     case tombstone(RecordKind, id: UUID, deletedAt: Timestamp)
 }
 
-/// Every way the domain refuses a request. Each case corresponds to exactly one API error code;
-/// `LocifyAPI` renders them (the one place that maps errors to HTTP statuses).
+/// Every way the domain refuses a request: outcomes of the domain only (what cannot be read off
+/// the wire, a malformed UUID or an absent field, is `LocifyAPI`'s `RequestDecodingError`). Each
+/// case corresponds to exactly one API error code; `LocifyAPI` renders them (`APIError`, the one
+/// place that maps errors to HTTP statuses).
 public enum LocifyError: Error, Sendable, Equatable {
     /// E001: malformed or out-of-rule input.
     case invalidInput(FieldIssue)
-    /// E002: a malformed UUID.
-    case invalidUUID(FieldIssue)
     /// E003: latitude or longitude out of range.
     case invalidCoordinates(FieldIssue)
-    /// E004: a required field is absent or null.
-    case missingField(String)
     /// E005: the token is valid but predates the account's deletion.
     case tokenRevoked
-    /// E006: a body `user_id` that is not the caller.
-    case forbidden(FieldIssue)
     /// E007: no such record for this user (another user's record looks exactly like this).
     case notFound(String)
     /// E008: the write is older than the stored record; carries the server's version.

@@ -31,12 +31,14 @@ public struct LocifyServices: Sendable {
     /// Storage clean-ups skipped because the object name cannot exist (shared with the worker).
     public let cleanupSkips: CleanupSkips
 
-    /// The services on `pool` with `settings`; `now` is the clock every write stamps (tests inject
-    /// one), and `cleanupSkips` is shared with the clean-up worker so `/metrics` sees one count.
+    /// The services on `pool` with `settings`; `clock` is the wall clock every write stamps (the
+    /// composition root's; tests inject one), and `cleanupSkips` is shared with the clean-up
+    /// worker so `/metrics` sees one count.
     public init(
-        pool: ConnectionPool, settings: LocifySettings, now: @escaping @Sendable () -> Timestamp = Timestamp.now,
+        pool: ConnectionPool, settings: LocifySettings, clock: WallClock = .system,
         cleanupSkips: CleanupSkips = CleanupSkips(logger: Logger(label: "locify.cleanup"))
     ) {
+        let now: @Sendable () -> Timestamp = { clock.now() }
         self.cleanupSkips = cleanupSkips
         categories = CategoryService(
             pool: pool, storage: StorageScope(bucket: settings.storageBucket, skips: cleanupSkips), now: now)

@@ -12,11 +12,10 @@ public struct ApplicationDependencies: Sendable {
     public var googleTransport: any HTTPTransport = SocketHTTPTransport()
     /// Timing of the clean-up worker.
     public var cleanupSettings = CleanupWorker.Settings()
-    /// The server clock for records.
-    public var now: @Sendable () -> Timestamp = Timestamp.now
-    /// The clock, in unix seconds, on which the ID-token keys' `max-age` and the access tokens'
-    /// lifetimes run out (tests move it instead of sleeping).
-    public var googleClock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    /// The one wall clock: the records' stamps, the ID tokens' `exp`/`iat`, the key cache's
+    /// `max-age`, the access tokens' lifetimes and Google's `Retry-After` dates (tests move it
+    /// instead of sleeping, and mint their tokens on it).
+    public var wallClock: WallClock = .system
     /// The monotonic clock of every part that measures time: the HTTP server's timeouts, the
     /// rate limits, the readiness cache, request durations (tests move it by hand).
     public var monotonicClock: MonotonicClock = .system

@@ -29,7 +29,8 @@ public func buildApplication(
     settings.tombstoneRetentionSeconds = Int64(configuration.tombstoneRetentionSeconds)
     settings.maxPushChanges = configuration.maxPushChanges
     let cleanupSkips = CleanupSkips(logger: logger)
-    let services = LocifyServices(pool: database.pool, settings: settings, now: dependencies.now, cleanupSkips: cleanupSkips)
+    let services = LocifyServices(
+        pool: database.pool, settings: settings, clock: dependencies.wallClock, cleanupSkips: cleanupSkips)
     let jobs = try buildJobs(
         configuration, database: database.configuration, cleanupSkips: cleanupSkips, dependencies: dependencies, logger: logger)
 
@@ -84,11 +85,11 @@ private func buildAuthentication(
     } else {
         keyCache = PublicKeyCache(
             source: HTTPCertificateSource(url: configuration.idTokenCertsURL, transport: dependencies.googleTransport),
-            now: dependencies.googleClock, logger: logger)
+            clock: dependencies.wallClock, logger: logger)
     }
     let verifier = IDTokenVerifier(
         projectId: configuration.firebaseProjectID, keys: keyCache, clockSkew: configuration.tokenClockSkewSeconds,
-        emulatorMode: configuration.authEmulatorHost != nil, logger: logger)
+        emulatorMode: configuration.authEmulatorHost != nil, clock: dependencies.wallClock, logger: logger)
     return (keyCache, verifier)
 }
 
@@ -108,7 +109,7 @@ private func buildJobs(
 ) throws -> Jobs {
     let pool = ConnectionPool(configuration: database, size: 2, logger: logger)
     let executor = try cleanupExecutor(
-        configuration: configuration, transport: dependencies.googleTransport, now: dependencies.googleClock, logger: logger)
+        configuration: configuration, transport: dependencies.googleTransport, clock: dependencies.wallClock, logger: logger)
     let cleanupWorker = CleanupWorker(
         pool: pool, executor: executor, settings: dependencies.cleanupSettings, logger: logger, skips: cleanupSkips)
     let purger = TombstonePurger(
@@ -199,26 +200,26 @@ private func runMigrations(configuration: Configuration, pool: ConnectionPool, l
 /// Storage and Identity Toolkit; nil when neither is configured (local development), in which
 /// case jobs stay queued.
 private func cleanupExecutor(
-    configuration: Configuration, transport: any HTTPTransport, now: @escaping @Sendable () -> Double, logger: Logger
+    configuration: Configuration, transport: any HTTPTransport, clock: WallClock, logger: Logger
 ) throws -> (any CleanupExecutor)? {
     var tokens: (any AccessTokenSource)?
     if let path = configuration.googleApplicationCredentials {
         let account = try ServiceAccount.load(path: path)
-        tokens = try ServiceAccountTokenProvider(account: account, transport: transport, now: now, logger: logger)
+        tokens = try ServiceAccountTokenProvider(account: account, transport: transport, clock: clock, logger: logger)
     }
     let storage: CloudStorageClient? =
         if let host = configuration.storageEmulatorHost {
-            .emulator(host: host, transport: transport)
+            .emulator(host: host, transport: transport, clock: clock)
         } else if let tokens {
-            CloudStorageClient(baseURL: configuration.storageAPIURL, transport: transport, tokens: tokens)
+            CloudStorageClient(baseURL: configuration.storageAPIURL, transport: transport, tokens: tokens, clock: clock)
         } else {
             nil
         }
     let identity: IdentityToolkitClient? =
         if let host = configuration.authEmulatorHost {
-            .emulator(host: host, transport: transport)
+            .emulator(host: host, transport: transport, clock: clock)
         } else if let tokens {
-            IdentityToolkitClient(baseURL: configuration.identityAPIURL, transport: transport, tokens: tokens)
+            IdentityToolkitClient(baseURL: configuration.identityAPIURL, transport: transport, tokens: tokens, clock: clock)
         } else {
             nil
         }

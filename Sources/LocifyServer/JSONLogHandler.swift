@@ -17,15 +17,19 @@ public struct JSONLogHandler: LogHandler {
     public var logLevel: Logger.Level
     private let label: String
     private let output: @Sendable ([UInt8]) -> Void
+    private let clock: WallClock
 
-    /// - Parameter output: receives each finished line (newline included). Default: one
-    ///   `write(2)` to standard output; tests pass a collector.
+    /// - Parameters:
+    ///   - clock: dates each line's `ts` (the server's wall clock).
+    ///   - output: receives each finished line (newline included). Default: one `write(2)` to
+    ///     standard output; tests pass a collector.
     public init(
-        label: String, level: Logger.Level = .info,
+        label: String, level: Logger.Level = .info, clock: WallClock = .system,
         output: @escaping @Sendable ([UInt8]) -> Void = JSONLogHandler.writeToStandardOutput
     ) {
         self.label = label
         self.logLevel = level
+        self.clock = clock
         self.output = output
     }
 
@@ -40,7 +44,7 @@ public struct JSONLogHandler: LogHandler {
         var writer = JSONWriter(reservingCapacity: 320)
         writer.beginObject()
         writer.key("ts")
-        writer.timestamp(Timestamp.now())
+        writer.timestamp(clock.now())
         writer.key("level")
         writer.string(event.level.rawValue)
         writer.key("msg")

@@ -34,7 +34,7 @@ struct CloudStorageClientTests {
 
     private func client(_ bed: FirebaseTestBed, transport: (any HTTPTransport)? = nil) throws -> CloudStorageClient {
         let tokens = try ServiceAccountTokenProvider(
-            account: TestServiceAccount.account(), transport: bed.transport, now: bed.clock.closure, logger: bed.logs.logger())
+            account: TestServiceAccount.account(), transport: bed.transport, clock: bed.clock.wallClock, logger: bed.logs.logger())
         return CloudStorageClient(transport: transport ?? bed.transport, tokens: tokens)
     }
 

@@ -23,7 +23,7 @@ struct FirebaseTestBed {
         let logs = LogCapture()
         let keyCache = PublicKeyCache(
             source: HTTPCertificateSource(url: FakeGoogle.certificatesURL, transport: transport),
-            configuration: keyCacheConfiguration, now: clock.closure, logger: logs.logger(label: "keys"))
+            configuration: keyCacheConfiguration, clock: clock.wallClock, logger: logs.logger(label: "keys"))
         self.clock = clock
         self.fake = fake
         self.transport = transport
@@ -31,7 +31,7 @@ struct FirebaseTestBed {
         self.keyCache = keyCache
         self.verifier = IDTokenVerifier(
             projectId: "locify-test", keys: keyCache, clockSkew: clockSkew, emulatorMode: emulatorMode,
-            cacheCapacity: cacheCapacity, now: clock.closure, logger: logs.logger(label: "verifier"))
+            cacheCapacity: cacheCapacity, clock: clock.wallClock, logger: logs.logger(label: "verifier"))
         self.minter = TokenMinter(projectId: "locify-test", key: TestKeys.primary)
     }
 

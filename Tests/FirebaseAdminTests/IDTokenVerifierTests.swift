@@ -390,7 +390,7 @@ struct IDTokenVerifierEmulatorTests {
         let minter = TokenMinter()
         let clock = ManualClock<Double>()
         let verifier = IDTokenVerifier(
-            projectId: "locify-test", keys: nil, emulatorMode: true, now: clock.closure, logger: LogCapture().logger())
+            projectId: "locify-test", keys: nil, emulatorMode: true, clock: clock.wallClock, logger: LogCapture().logger())
         #expect(try verifier.verify(try minter.emulatorToken(claims: minter.claims(issuedAt: clock.now))).uid == "user-1")
     }
 

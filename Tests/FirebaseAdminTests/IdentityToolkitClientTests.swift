@@ -7,7 +7,7 @@ import TestSupport
 struct IdentityToolkitClientTests {
     private func client(_ bed: FirebaseTestBed) throws -> IdentityToolkitClient {
         let tokens = try ServiceAccountTokenProvider(
-            account: TestServiceAccount.account(), transport: bed.transport, now: bed.clock.closure, logger: bed.logs.logger())
+            account: TestServiceAccount.account(), transport: bed.transport, clock: bed.clock.wallClock, logger: bed.logs.logger())
         return IdentityToolkitClient(transport: bed.transport, tokens: tokens)
     }
 

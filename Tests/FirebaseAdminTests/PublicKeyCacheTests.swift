@@ -91,7 +91,7 @@ struct PublicKeyCacheTests {
     func refreshDoesNotStall() throws {
         let clock = ManualClock<Double>()
         let source = GatedCertificateSource()
-        let cache = PublicKeyCache(source: source, now: clock.closure, logger: LogCapture().logger())
+        let cache = PublicKeyCache(source: source, clock: clock.wallClock, logger: LogCapture().logger())
         #expect(try cache.publicKey(forKeyID: TestKeys.primary.kid) != nil)
         clock.advance(by: 590)
         #expect(try cache.publicKey(forKeyID: TestKeys.primary.kid) != nil)
@@ -247,7 +247,7 @@ struct PublicKeyCacheSingleFetchTests {
     func hangingEndpoint() throws {
         let clock = ManualClock<Double>()
         let source = HangingCertificateSource()
-        let cache = PublicKeyCache(source: source, now: clock.closure, logger: LogCapture().logger())
+        let cache = PublicKeyCache(source: source, clock: clock.wallClock, logger: LogCapture().logger())
         let durations = Locked<[Double]>([])
         let unavailable = Locked(0)
         try runOnThreads(50) { _ in

@@ -8,7 +8,7 @@ import TestSupport
 struct ServiceAccountTokenProviderTests {
     private func provider(_ bed: FirebaseTestBed, pkcs1: Bool = false) throws -> ServiceAccountTokenProvider {
         try ServiceAccountTokenProvider(
-            account: TestServiceAccount.account(pkcs1: pkcs1), transport: bed.transport, now: bed.clock.closure,
+            account: TestServiceAccount.account(pkcs1: pkcs1), transport: bed.transport, clock: bed.clock.wallClock,
             logger: bed.logs.logger())
     }
 
@@ -50,7 +50,7 @@ struct ServiceAccountTokenProviderTests {
         let forged = ServiceAccount(
             projectId: "locify-test", privateKey: TestKeys.attacker.privateKeyPEM, privateKeyId: TestKeys.service.kid,
             clientEmail: TestServiceAccount.clientEmail, tokenURI: TestServiceAccount.tokenURI)
-        let provider = try ServiceAccountTokenProvider(account: forged, transport: bed.transport, now: bed.clock.closure, logger: bed.logs.logger())
+        let provider = try ServiceAccountTokenProvider(account: forged, transport: bed.transport, clock: bed.clock.wallClock, logger: bed.logs.logger())
         do {
             _ = try provider.accessToken()
             Issue.record("expected a failure")

@@ -17,7 +17,7 @@ struct AuthKeyCacheTests {
         -> TestServer
     {
         let server = try TestServer.start(.inProcess, 
-            dependencies: { $0.googleClock = clock.closure }, google: { $0.certificatesMaxAge = maxAge })
+            dependencies: { $0.wallClock = clock.wallClock }, google: { $0.certificatesMaxAge = maxAge })
         guard eventually(timeout: .seconds(30), { server.fake.requestCount(.certificates) >= 1 }) else {
             server.stop()
             throw AuthTestError("the server never fetched the certificates at start")

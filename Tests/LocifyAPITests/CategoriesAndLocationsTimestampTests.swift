@@ -16,7 +16,7 @@ struct FrozenClockServer {
 
     init() throws {
         let clock = self.clock
-        server = try TestServer.start(.inProcess, dependencies: { $0.now = { clock.now } })
+        server = try TestServer.start(.inProcess, dependencies: { $0.wallClock = clock.wallClock })
     }
 
     func stop() { server.stop() }
@@ -47,9 +47,9 @@ struct CategoriesAndLocationsTimestampTests {
     @Test("a future updated_at on the real clock lands between the request's start and end")
     func futureUpdatedAtOnRealClock() throws {
         let fixture = try ResourceFixture(.locations)
-        let before = Timestamp.now()
+        let before = WallClock.system.now()
         let response = try fixture.post(fixture.body(id: newID(), updatedAt: "2100-01-01T00:00:00Z"))
-        let after = Timestamp.now()
+        let after = WallClock.system.now()
         let stored = try #require(timestamp(response.object, "updated_at"))
         #expect(response.status == 201 && stored >= before && stored <= after)
     }

@@ -204,9 +204,9 @@ struct CategoriesDeleteTests {
     @Test("an unstamped category delete is stamped with the server clock; moved locations keep their own times")
     func unstampedDelete() throws {
         let fixture = try CategoryDeleteFixture()
-        let before = Timestamp.now()
+        let before = WallClock.system.now()
         expectNoContent(try fixture.user.delete("/v1/categories/\(fixture.source)", ["reassign_category_id": .string(fixture.target)]))
-        let after = Timestamp.now()
+        let after = WallClock.system.now()
         for (id, minute) in [(fixture.early, 0), (fixture.late, 20)] {
             let moved = try fixture.location(id)
             #expect(moved.object["updated_at"]?.stringValue == clientTime(minute) && moved.object["version"] == 2)

@@ -456,10 +456,10 @@ struct CleanupTests {
     @Test("an access token close to expiry is replaced by a new one")
     func accessTokenRenewedNearExpiry() throws {
         // Tokens live 242 s; the provider renews 240 s before expiry, so each is usable for 2 s
-        // of the server's Google clock, which the test moves.
+        // of the server's wall clock, which the test moves.
         let clock = ManualClock(Date().timeIntervalSince1970)
         let server = try TestServer.start(.inProcess, 
-            dependencies: { $0.googleClock = clock.closure }, google: { $0.tokenLifetime = 242 })
+            dependencies: { $0.wallClock = clock.wallClock }, google: { $0.tokenLifetime = 242 })
         defer { server.stop() }
         let first = Self.uniqueUID("renew-a")
         #expect(try server.request("DELETE", "/v1/users/me", as: first).status == 204)

@@ -16,10 +16,10 @@ struct RequestDecodingFuzzRegressionTests {
     func draftsRefuse() {
         let id = "0b6a9e0e-0000-4000-8000-0000000000c9"
         let category: JSONValue = ["id": .string(id), "name": "Old", "created_at": "0000-01-01T00:00:00+01:00"]
-        #expect(throws: LocifyError.invalid("created_at", "must be an RFC 3339 timestamp")) {
+        #expect(throws: RequestDecodingError.invalid("created_at", "must be an RFC 3339 timestamp")) {
             try CategoryDraft(json: category, userID: "user")
         }
-        #expect(throws: LocifyError.invalid("updated_at", "must be an RFC 3339 timestamp")) {
+        #expect(throws: RequestDecodingError.invalid("updated_at", "must be an RFC 3339 timestamp")) {
             try DeleteOptions(body: nil, query: [(name: "updated_at", value: "9999-12-31T23:59:60Z")])
         }
     }

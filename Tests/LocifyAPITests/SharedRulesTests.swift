@@ -16,8 +16,8 @@ struct SharedRulesTests {
     static let tooManyURLs = (0...10).map { "https://example.com/\($0).jpg" }
 
     /// The server's answer to a body, as code and message.
-    func serverAnswer(_ decode: () throws(LocifyError) -> Void) -> (ErrorCode, String)? {
-        do throws(LocifyError) {
+    func serverAnswer(_ decode: () throws(RequestDecodingError) -> Void) -> (ErrorCode, String)? {
+        do throws(RequestDecodingError) {
             try decode()
             return nil
         } catch {
@@ -42,7 +42,7 @@ struct SharedRulesTests {
         let shared = try #require(violation)
         let iconMember = icon.map { #","icon":\#(jsonString($0))"# } ?? ""
         let body = try JSONParser.parse(#"{"id":"\#(Self.id)","name":\#(jsonString(name))\#(iconMember)}"#)
-        let server = try #require(serverAnswer { () throws(LocifyError) in _ = try CategoryDraft(json: body, userID: "u") })
+        let server = try #require(serverAnswer { () throws(RequestDecodingError) in _ = try CategoryDraft(json: body, userID: "u") })
         #expect(server.0 == shared.code && server.1 == shared.message)
     }
 
@@ -69,7 +69,7 @@ struct SharedRulesTests {
         let body = try JSONParser.parse(
             #"{"id":"\#(Self.id)","category_id":"\#(Self.id)","name":\#(jsonString(name))\#(addressMember),"latitude":\#(latitude),"longitude":\#(longitude),"image_urls":[\#(urls)]}"#
         )
-        let server = try #require(serverAnswer { () throws(LocifyError) in _ = try LocationDraft(json: body, userID: "u") })
+        let server = try #require(serverAnswer { () throws(RequestDecodingError) in _ = try LocationDraft(json: body, userID: "u") })
         #expect(server.0 == shared.code && server.1 == shared.message)
     }
 

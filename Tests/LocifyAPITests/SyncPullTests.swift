@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Locify
+import LocifyAPI
 import LocifyRules
 import Primitives
 import Testing
@@ -294,7 +295,7 @@ struct SyncPullTests {
             try connection.query("UPDATE users SET created_at = now() - interval '60 days' WHERE id = \(client.uid)")
         }
         let retention = Int64(server.configuration.tombstoneRetentionSeconds) * 1000
-        let now = Timestamp.now()
+        let now = WallClock.system.now()
         for phase in [SyncCursor.Phase.delta, .snapshotCategories, .snapshotLocations] {
             let old = SyncCursor(phase: phase, seq: 1, rank: 2, afterID: SyncCursor.minID, issuedAt: now.adding(milliseconds: -retention - 60_000))
             let response = try client.pull(since: old.encoded(for: client.uid))

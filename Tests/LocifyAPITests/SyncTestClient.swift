@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Locify
+import LocifyAPI
 import Testing
 import TestSupport
 import TestSupportServer

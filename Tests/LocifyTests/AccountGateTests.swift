@@ -15,7 +15,7 @@ struct AccountGateTests {
 
     @Test("a read that provisions the account stamps created_at and updated_at with the injected clock")
     func readProvisions() throws {
-        let db = try LocifyTestDatabase.create(now: { Self.fixed })
+        let db = try LocifyTestDatabase.create(clock: WallClock { .milliseconds(Self.fixed.milliseconds) })
         defer { db.drop() }
         let profile = try db.services.users.profile(TestConstants.newCaller())
         #expect(profile.createdAt == Self.fixed)
@@ -24,7 +24,7 @@ struct AccountGateTests {
 
     @Test("a write that provisions the account stamps it with the injected clock")
     func writeProvisions() throws {
-        let db = try LocifyTestDatabase.create(now: { Self.fixed })
+        let db = try LocifyTestDatabase.create(clock: WallClock { .milliseconds(Self.fixed.milliseconds) })
         defer { db.drop() }
         let caller = TestConstants.newCaller()
         _ = try db.services.categories.create(caller, CategoryDraft(id: UUID(), name: "Food"))
@@ -35,7 +35,7 @@ struct AccountGateTests {
 
     @Test("a sync push and a sync pull that provision the account stamp it with the injected clock")
     func syncProvisions() throws {
-        let db = try LocifyTestDatabase.create(now: { Self.fixed })
+        let db = try LocifyTestDatabase.create(clock: WallClock { .milliseconds(Self.fixed.milliseconds) })
         defer { db.drop() }
         let pusher = TestConstants.newCaller()
         _ = try db.services.sync.push(pusher, [])

@@ -147,7 +147,7 @@ struct CleanupFairnessTests {
             caller, LocationDraft(id: location, categoryID: category, name: "L", latitude: 1, longitude: 1))
         let base = "https://firebasestorage.googleapis.com/v0/b/\(TestConstants.bucket)/o/locations%2F\(uid)%2F"
         let upper = location.uuidString
-        let lower = location.lowercasedString
+        let lower = location.uuidString.lowercased()
         let omitted = [
             base + "\(upper)%2Fa.jpg?alt=media&token=t", base + "\(lower)%2Fdeep%2Fb.jpg", base + "\(upper)%2F..%2F..%2Fu2%2Fx.jpg",
             base + "\(upper)%2Fbad%zz", base + "\(upper)%2Fnul%00.jpg", base + "\(upper)%2F",

@@ -82,7 +82,7 @@ struct CleanupJobQueueTests {
             LocationDraft(
                 id: first, categoryID: doomed, name: "First", latitude: 1, longitude: 1,
                 imageURLs: [
-                    Self.firebaseURL("locations/\(uid)/\(first.lowercasedString)/a.jpg"),
+                    Self.firebaseURL("locations/\(uid)/\(first.uuidString.lowercased())/a.jpg"),
                     Self.firebaseURL("locations/\(uid)/shared/s.jpg"),
                     Self.firebaseURL("locations/other-user/o.jpg"),
                     Self.firebaseURL("locations/\(uid)/b.jpg", bucket: "another-bucket"),
@@ -105,18 +105,18 @@ struct CleanupJobQueueTests {
             caller,
             LocationDraft(
                 id: elsewhere, categoryID: kept, name: "Elsewhere", latitude: 4, longitude: 4,
-                imageURLs: [Self.firebaseURL("locations/\(uid)/\(elsewhere.lowercasedString)/keep.jpg")]))
+                imageURLs: [Self.firebaseURL("locations/\(uid)/\(elsewhere.uuidString.lowercased())/keep.jpg")]))
         #expect(try Self.jobs(db).isEmpty, "a single location delete leaves images to the client")
 
         _ = try db.services.categories.delete(caller, id: doomed, updatedAt: nil, reassignTo: nil)
         let jobs = try Self.jobs(db)
         #expect(jobs.allSatisfy { $0.userID == uid })
         let expected: Set<QueuedJob> = [
-            QueuedJob(userID: uid, kind: "storage_prefix", target: "categories/\(uid)/\(doomed.lowercasedString)/"),
+            QueuedJob(userID: uid, kind: "storage_prefix", target: "categories/\(uid)/\(doomed.uuidString.lowercased())/"),
             QueuedJob(userID: uid, kind: "storage_prefix", target: "categories/\(uid)/\(doomed.uuidString)/"),
-            QueuedJob(userID: uid, kind: "storage_prefix", target: "locations/\(uid)/\(first.lowercasedString)/"),
+            QueuedJob(userID: uid, kind: "storage_prefix", target: "locations/\(uid)/\(first.uuidString.lowercased())/"),
             QueuedJob(userID: uid, kind: "storage_prefix", target: "locations/\(uid)/\(first.uuidString)/"),
-            QueuedJob(userID: uid, kind: "storage_prefix", target: "locations/\(uid)/\(second.lowercasedString)/"),
+            QueuedJob(userID: uid, kind: "storage_prefix", target: "locations/\(uid)/\(second.uuidString.lowercased())/"),
             QueuedJob(userID: uid, kind: "storage_prefix", target: "locations/\(uid)/\(second.uuidString)/"),
             QueuedJob(userID: uid, kind: "storage_object", target: "categories/\(uid)/icons/doomed.png"),
             // locations/<uid>/<first>/a.jpg is inside a queued folder: no job of its own.
@@ -147,11 +147,11 @@ struct CleanupJobQueueTests {
             caller,
             LocationDraft(
                 id: moved, categoryID: source, name: "Moved", latitude: 1, longitude: 1,
-                imageURLs: [Self.firebaseURL("locations/\(uid)/\(moved.lowercasedString)/a.jpg")]))
+                imageURLs: [Self.firebaseURL("locations/\(uid)/\(moved.uuidString.lowercased())/a.jpg")]))
         _ = try db.services.categories.delete(caller, id: source, updatedAt: nil, reassignTo: target)
         #expect(
             try Self.jobs(db) == [
-                QueuedJob(userID: uid, kind: "storage_prefix", target: "categories/\(uid)/\(source.lowercasedString)/"),
+                QueuedJob(userID: uid, kind: "storage_prefix", target: "categories/\(uid)/\(source.uuidString.lowercased())/"),
                 QueuedJob(userID: uid, kind: "storage_prefix", target: "categories/\(uid)/\(source.uuidString)/"),
             ])
     }

@@ -64,7 +64,7 @@ struct FaultTransactionTests {
         // The client retries (it never got an acknowledgement): the delete applies whole.
         _ = try services.categories.delete(caller, id: category.id, updatedAt: nil, reassignTo: reassignTo)
         let after = try snapshot(fixture.pool, caller.userID)
-        let moved = after.locations.filter { $0.category == target.id.lowercasedString && $0.live }.count
+        let moved = after.locations.filter { $0.category == target.id.uuidString.lowercased() && $0.live }.count
         let tombstoned = after.locations.filter { !$0.live }.count
         #expect(kind == .reassign ? (moved == 20 && tombstoned == 0) : (moved == 0 && tombstoned == 20))
         #expect(after.changeSeq == before.changeSeq + 1)

@@ -19,10 +19,10 @@ struct LocifyTestDatabase: Sendable {
     /// Creates the database; `poolSize` connections; `settings` default to bucket `test-bucket`.
     static func create(
         poolSize: Int = 4, settings: LocifySettings = LocifySettings(storageBucket: TestConstants.bucket),
-        now: @escaping @Sendable () -> Timestamp = Timestamp.now
+        clock: WallClock = .system
     ) throws -> LocifyTestDatabase {
         let database = try TestDatabase.create(migrationsDirectory: ProjectPaths.migrations, poolSize: poolSize)
-        return LocifyTestDatabase(database: database, services: LocifyServices(pool: database.pool, settings: settings, now: now))
+        return LocifyTestDatabase(database: database, services: LocifyServices(pool: database.pool, settings: settings, clock: clock))
     }
 
     /// Closes the pool and drops the database.

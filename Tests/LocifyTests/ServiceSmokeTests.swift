@@ -81,9 +81,9 @@ struct ServiceSmokeTests {
         }
         #expect(
             jobs == [
-                "storage_prefix categories/\(caller.userID)/\(categoryID.lowercasedString)/",
+                "storage_prefix categories/\(caller.userID)/\(categoryID.uuidString.lowercased())/",
                 "storage_prefix categories/\(caller.userID)/\(categoryID.uuidString)/",
-                "storage_prefix locations/\(caller.userID)/\(locationID.lowercasedString)/",
+                "storage_prefix locations/\(caller.userID)/\(locationID.uuidString.lowercased())/",
                 "storage_prefix locations/\(caller.userID)/\(locationID.uuidString)/",
                 "storage_object locations/\(caller.userID)/x/a.jpg",
             ])

@@ -34,35 +34,34 @@ struct SyncConcurrencyTests {
             let categoryPool = known.categories + DefaultCategories.all.map(\.id)
             func anyCategory() -> UUID { categoryPool.randomElement(using: &rng) ?? DefaultCategories.all[0].id }
             let name = "w\(writer)-b\(batch)-\(index)"
-            let make: (Timestamp?) throws -> (String, PushChange.Operation)
+            let make: (Timestamp?) throws -> PushChange
             switch Int.random(in: 0..<100, using: &rng) {
             case 0..<12:
                 let id = UUID()
                 shared.registry.withLock { $0.categories.append(id) }
-                make = { ("category", .createCategory(try CategoryDraft(id: id, name: name, updatedAt: $0))) }
+                make = { .createCategory(try CategoryDraft(id: id, name: name, updatedAt: $0)) }
             case 12..<45:
                 let id = UUID()
                 shared.registry.withLock { $0.locations.append(id) }
                 let location = Self.location(id, category: anyCategory(), name: name, rng: &rng)
-                make = { ("location", .createLocation(try location($0))) }
+                make = { .createLocation(try location($0)) }
             case 45..<72:
                 guard let id = known.locations.randomElement(using: &rng) else { continue }
                 let location = Self.location(id, category: anyCategory(), name: name + " edited", rng: &rng)
-                make = { ("location", .updateLocation(try location($0))) }
+                make = { .updateLocation(try location($0)) }
             case 72..<88:
                 guard let id = known.locations.randomElement(using: &rng) else { continue }
-                make = { ("location", .deleteLocation(id: id, DeleteOptions(updatedAt: $0))) }
+                make = { .deleteLocation(id: id, DeleteOptions(updatedAt: $0)) }
             case 88..<94:
                 guard let id = known.categories.randomElement(using: &rng) else { continue }
-                make = { ("category", .updateCategory(try CategoryDraft(id: id, name: name + " renamed", updatedAt: $0))) }
+                make = { .updateCategory(try CategoryDraft(id: id, name: name + " renamed", updatedAt: $0)) }
             default:
                 guard let id = known.categories.randomElement(using: &rng) else { continue }
                 let target = Bool.random(using: &rng) ? anyCategory() : nil
-                make = { ("category", .deleteCategory(id: id, DeleteOptions(updatedAt: $0, reassignCategoryID: target))) }
+                make = { .deleteCategory(id: id, DeleteOptions(updatedAt: $0, reassignCategoryID: target)) }
             }
             let stale = Int.random(in: 0..<10, using: &rng) == 0 ? Timestamp(rfc3339: "2025-01-01T00:00:00Z") : nil
-            let (type, operation) = try make(stale)
-            changes.append(PushChange(type: type, id: nil, operation: .success(operation)))
+            changes.append(try make(stale))
         }
         return changes
     }
@@ -125,8 +124,8 @@ struct SyncConcurrencyTests {
                 for batch in 0..<batches {
                     if writer == 0 && batch == batches / 2 { halfway.signal() }
                     let results = try sync.push(caller, Self.randomBatch(writer: writer, batch: batch, rng: &rng, shared: shared))
-                    for result in results {
-                        switch result.outcome {
+                    for outcome in results {
+                        switch outcome {
                         case .applied: statuses[0] += 1
                         case .conflict: statuses[1] += 1
                         case .failed: statuses[2] += 1
@@ -184,11 +183,12 @@ struct SyncConcurrencyTests {
     /// One location write as the services do it (user lock, change stamp), in a transaction the
     /// test controls, with `changed_at` set to the transaction's start as the naive design would.
     static func writeLocation(_ connection: PostgresConnection, _ caller: Caller, id: UUID, category: UUID) throws {
-        let stamp = try AccountGate.beginWrite(connection, caller, now: Timestamp.now)
+        let now = WallClock.system.now()
+        let stamp = try AccountGate.beginWrite(connection, caller, now: { now })
         _ = try LocationStore.insert(
             connection, userID: caller.userID,
             LocationDraft(id: id, categoryID: category, name: "Written", latitude: 1, longitude: 2),
-            at: .now(), createdAt: .now(), stamp: stamp)
+            at: now, createdAt: now, stamp: stamp)
         try connection.query("UPDATE locations SET changed_at = now() WHERE user_id = \(caller.userID) AND id = \(id)")
     }
 

@@ -34,8 +34,17 @@ extension ManualClock where Value == Double {
         current.withLock { $0 += seconds }
     }
 
+    /// The clock as the server's wall clock (unix seconds): the services, the token verifier,
+    /// Google's clients, and the tokens a test mints.
+    public var wallClock: WallClock { WallClock { [self] in .seconds(now) } }
+
     /// The clock as a monotonic clock (seconds since its origin), for the rate limiters.
     public var monotonic: MonotonicClock { MonotonicClock { [self] in .seconds(now) } }
+}
+
+extension ManualClock where Value == Timestamp {
+    /// The clock as the server's wall clock (the records' time, to the millisecond).
+    public var wallClock: WallClock { WallClock { [self] in .milliseconds(now.milliseconds) } }
 }
 
 extension ManualClock where Value == Duration {

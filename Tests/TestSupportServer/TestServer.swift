@@ -8,6 +8,7 @@ import LocifyAPI
 import LocifyServer
 import Logging
 import Postgres
+import Primitives
 import Synchronization
 import TestSupport
 import TestSupportDatabase
@@ -36,6 +37,9 @@ public final class TestServer: Sendable {
     public let configuration: Configuration
     /// Mints RS256 ID tokens the server accepts (key `TestKeys.primary`, published by the fake).
     public let minter: TokenMinter
+    /// The server's wall clock (`ApplicationDependencies.wallClock`): tokens are minted on it, so
+    /// a test that moves it keeps its tokens valid.
+    public let wallClock: WallClock
     /// The fake Google's sockets; nil in process, where the Google URLs of the
     /// configuration keep their defaults and the transport ignores their hosts.
     private let googleServer: FakeGoogleServer?
@@ -103,11 +107,12 @@ public final class TestServer: Sendable {
         let application: Application
         let transport = inProcess ? InProcessTransport(fake: fake) : nil
         let pipeline: InProcessPipeline?
+        var dependencies: ApplicationDependencies
         do {
             configuration.googleApplicationCredentials = try TestServiceAccount.writeFile(
                 tokenURI: googleServer?.tokenURI ?? TestServiceAccount.tokenURI)
             configure(&configuration)
-            var dependencies = testDependencies(googleTransport: transport)
+            dependencies = testDependencies(googleTransport: transport)
             configureDependencies(&dependencies)
             application = try buildApplication(
                 configuration: configuration, logger: logger ?? testServerLogger, dependencies: dependencies)
@@ -120,13 +125,14 @@ public final class TestServer: Sendable {
         }
         return TestServer(
             application: application, database: database, fake: fake, googleServer: googleServer, pipeline: pipeline,
-            configuration: configuration, minter: TokenMinter(projectId: projectID))
+            configuration: configuration, minter: TokenMinter(projectId: projectID), wallClock: dependencies.wallClock)
     }
 
     private init(
         application: Application, database: TestDatabase, fake: FakeGoogle, googleServer: FakeGoogleServer?,
-        pipeline: InProcessPipeline?, configuration: Configuration, minter: TokenMinter
+        pipeline: InProcessPipeline?, configuration: Configuration, minter: TokenMinter, wallClock: WallClock
     ) {
+        self.wallClock = wallClock
         self.application = application
         self.database = database
         self.fake = fake
@@ -184,11 +190,13 @@ public final class TestServer: Sendable {
         try? database.drop()
     }
 
-    /// A valid ID token for `uid`, issued now (or `issuedAt`, unix seconds).
+    /// A valid ID token for `uid`, issued now on the server's wall clock (or `issuedAt`, unix seconds).
     public func token(
-        for uid: String, issuedAt: Double = Date().timeIntervalSince1970, email: String? = "user@example.com", name: String? = "Test User"
+        for uid: String, issuedAt: Double? = nil, email: String? = "user@example.com", name: String? = "Test User"
     ) throws -> String {
-        try minter.sign(header: minter.header(), claims: minter.claims(uid: uid, issuedAt: issuedAt, email: email, name: name))
+        try minter.sign(
+            header: minter.header(),
+            claims: minter.claims(uid: uid, issuedAt: issuedAt ?? wallClock.seconds(), email: email, name: name))
     }
 
     /// Sends one request (on a fresh connection, or in process) and reads the response.

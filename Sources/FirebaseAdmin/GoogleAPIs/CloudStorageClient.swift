@@ -22,24 +22,28 @@ public struct CloudStorageClient: Sendable {
     public var timeout: Double
     /// How many DELETEs `deleteFolder` runs at once (default 10).
     public var maxConcurrentDeletes: Int
+    /// The wall clock an HTTP-date `Retry-After` counts from.
+    public var clock: WallClock
 
     /// A client of the Cloud Storage JSON API at `baseURL` (a trailing slash is dropped); `tokens`
     /// nil sends no Authorization. `maxConcurrentDeletes` is at least 1.
     public init(
         baseURL: String = CloudStorageClient.defaultBaseURL, transport: any HTTPTransport,
-        tokens: (any AccessTokenSource)?, timeout: Double = 10, maxConcurrentDeletes: Int = 10
+        tokens: (any AccessTokenSource)?, timeout: Double = 10, maxConcurrentDeletes: Int = 10, clock: WallClock = .system
     ) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.transport = transport
         self.tokens = tokens
         self.timeout = timeout
         self.maxConcurrentDeletes = max(1, maxConcurrentDeletes)
+        self.clock = clock
     }
 
     /// A client for the Storage emulator at `host:port` (`FIREBASE_STORAGE_EMULATOR_HOST`): plain
     /// HTTP, no Authorization.
-    public static func emulator(host: String, transport: any HTTPTransport) -> CloudStorageClient {
-        CloudStorageClient(baseURL: host.contains("://") ? host : "http://" + host, transport: transport, tokens: nil)
+    public static func emulator(host: String, transport: any HTTPTransport, clock: WallClock = .system) -> CloudStorageClient {
+        CloudStorageClient(
+            baseURL: host.contains("://") ? host : "http://" + host, transport: transport, tokens: nil, clock: clock)
     }
 
     /// The most pages one listing follows (Google's pages hold up to 1,000 objects, so 10 million
@@ -60,7 +64,7 @@ public struct CloudStorageClient: Sendable {
             var url = objectsURL(bucket: bucket) + "?prefix=" + PercentEncoding.encodeComponent(prefix)
             if let pageToken { url += "&pageToken=" + PercentEncoding.encodeComponent(pageToken) }
             let response = try send(method: "GET", url: url)
-            guard response.status == 200 else { throw GoogleResponse.error(from: response) }
+            guard response.status == 200 else { throw GoogleResponse.error(from: response, now: clock.seconds()) }
             guard let page = try? JSONParser.parse(response.body).objectValue else {
                 throw GoogleAPIError(status: 200, message: "object list is not a JSON object", retryable: true)
             }
@@ -84,7 +88,7 @@ public struct CloudStorageClient: Sendable {
         let response = try send(method: "DELETE", url: url)
         switch response.status {
         case 200, 204, 404: return
-        default: throw GoogleResponse.error(from: response)
+        default: throw GoogleResponse.error(from: response, now: clock.seconds())
         }
     }
 

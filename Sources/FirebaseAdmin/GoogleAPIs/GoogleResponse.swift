@@ -6,8 +6,9 @@ import Primitives
 /// Reading Google's error bodies and retry hints.
 enum GoogleResponse {
     /// The error a non-success `response` stands for: Google's message when the body has one,
-    /// the retry classification of its status, and `Retry-After` when present.
-    static func error(from response: TransportResponse, now: Double = Date().timeIntervalSince1970) -> GoogleAPIError {
+    /// the retry classification of its status, and `Retry-After` when present (a date counts from
+    /// `now`, unix seconds of the caller's wall clock).
+    static func error(from response: TransportResponse, now: Double) -> GoogleAPIError {
         GoogleAPIError(
             status: response.status, message: message(in: response.body) ?? "HTTP \(response.status)",
             retryable: GoogleAPIError.isRetryable(status: response.status),

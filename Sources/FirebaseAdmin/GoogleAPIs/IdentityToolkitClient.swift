@@ -1,6 +1,7 @@
 import HTTPClient
 import JSON
 import LocifyRules
+import Primitives
 
 /// Deletes Firebase Auth accounts through the Identity Toolkit API (openapi.yaml, `DELETE /v1/users/me`). One attempt
 /// per call; the caller owns retries.
@@ -16,24 +17,28 @@ public struct IdentityToolkitClient: Sendable {
     public var tokens: any AccessTokenSource
     /// Per-request timeout in seconds (default 10 s).
     public var timeout: Double
+    /// The wall clock an HTTP-date `Retry-After` counts from.
+    public var clock: WallClock
 
     /// A client of the Identity Toolkit API at `baseURL`, authenticated by `tokens`.
     public init(
         baseURL: String = IdentityToolkitClient.defaultBaseURL, transport: any HTTPTransport,
-        tokens: any AccessTokenSource, timeout: Double = 10
+        tokens: any AccessTokenSource, timeout: Double = 10, clock: WallClock = .system
     ) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.transport = transport
         self.tokens = tokens
         self.timeout = timeout
+        self.clock = clock
     }
 
     /// A client for the Auth emulator at `host:port` (`FIREBASE_AUTH_EMULATOR_HOST`):
     /// `http://<host>/identitytoolkit.googleapis.com` with `Authorization: Bearer owner`.
-    public static func emulator(host: String, transport: any HTTPTransport) -> IdentityToolkitClient {
+    public static func emulator(host: String, transport: any HTTPTransport, clock: WallClock = .system) -> IdentityToolkitClient {
         let root = host.contains("://") ? host : "http://" + host
         return IdentityToolkitClient(
-            baseURL: root + "/identitytoolkit.googleapis.com", transport: transport, tokens: StaticAccessToken("owner"))
+            baseURL: root + "/identitytoolkit.googleapis.com", transport: transport, tokens: StaticAccessToken("owner"),
+            clock: clock)
     }
 
     /// Deletes the account `uid` of `projectId`; an account that does not exist counts as deleted.
@@ -64,7 +69,7 @@ public struct IdentityToolkitClient: Sendable {
         }
         if (200...299).contains(response.status) { return }
         if let message = GoogleResponse.message(in: response.body), Self.isUserNotFound(message) { return }
-        throw GoogleResponse.error(from: response)
+        throw GoogleResponse.error(from: response, now: clock.seconds())
     }
 
     /// Whether Google's message means the account is already gone (`USER_NOT_FOUND`, possibly

@@ -24,15 +24,15 @@ public final class IDTokenVerifier: Sendable {
     private let keys: PublicKeyCache?
     private let issuer: String
     private let cache: VerifiedTokenCache
-    private let now: @Sendable () -> Double
+    private let clock: WallClock
     private let logger: Logger
     private let signatureChecks = Atomic<Int>(0)
 
     /// A verifier for `projectId`. `keys` may be nil only in emulator mode. `cacheCapacity` bounds
-    /// the verified-token cache (0 disables it); `now` is the clock in unix seconds.
+    /// the verified-token cache (0 disables it); `clock` is the wall clock.
     public init(
         projectId: String, keys: PublicKeyCache?, clockSkew: Int = 60, emulatorMode: Bool = false,
-        cacheCapacity: Int = 10_000, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+        cacheCapacity: Int = 10_000, clock: WallClock = .system,
         logger: Logger
     ) {
         self.projectId = projectId
@@ -41,7 +41,7 @@ public final class IDTokenVerifier: Sendable {
         self.emulatorMode = emulatorMode
         self.issuer = "https://securetoken.google.com/" + projectId
         self.cache = VerifiedTokenCache(capacity: cacheCapacity)
-        self.now = now
+        self.clock = clock
         self.logger = logger
         if emulatorMode {
             logger.warning("ID-token verifier in Auth emulator mode: unsigned tokens are accepted. Never use in production.")
@@ -69,7 +69,7 @@ public final class IDTokenVerifier: Sendable {
     /// long or a cached token that has expired.
     public func cachedVerification(of token: String) throws(IDTokenError) -> VerifiedIDToken? {
         let bytes = Array(token.utf8)
-        return try cachedVerification(of: bytes, digest: SHA256Digest(of: bytes), now: now())
+        return try cachedVerification(of: bytes, digest: SHA256Digest(of: bytes), now: clock.seconds())
     }
 
     private func cachedVerification(
@@ -88,7 +88,7 @@ public final class IDTokenVerifier: Sendable {
 
     private func verifyUnlogged(_ token: String) throws(IDTokenError) -> VerifiedIDToken {
         let bytes = Array(token.utf8)
-        let time = now()
+        let time = clock.seconds()
         let skew = Double(clockSkew)
         let digest = SHA256Digest(of: bytes)
         if let verified = try cachedVerification(of: bytes, digest: digest, now: time) { return verified }

@@ -2,6 +2,7 @@ import Dispatch
 import FoundationEssentials
 import HTTPClient
 import Logging
+import Primitives
 import Synchronization
 
 /// Google's ID-token public keys by `kid`, cached as docs/ARCHITECTURE.md section 6 prescribes.
@@ -94,21 +95,21 @@ public final class PublicKeyCache: Sendable {
 
     private let source: any CertificateSource
     private let configuration: Configuration
-    private let now: @Sendable () -> Double
+    private let clock: WallClock
     private let logger: Logger
     private let state = Mutex(State())
     /// Runs the fetches, one at a time, off the request workers.
     private let fetchQueue = DispatchQueue(label: "locify.firebase.public-key-fetch")
     private let fetchGroup = DispatchGroup()
 
-    /// A cache reading from `source`; `now` is the clock in unix seconds.
+    /// A cache reading from `source`; `clock` is the wall clock.
     public init(
         source: any CertificateSource, configuration: Configuration = Configuration(),
-        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, logger: Logger
+        clock: WallClock = .system, logger: Logger
     ) {
         self.source = source
         self.configuration = configuration
-        self.now = now
+        self.clock = clock
         self.logger = logger
     }
 
@@ -133,7 +134,7 @@ public final class PublicKeyCache: Sendable {
     /// The key named `kid`, or nil when Google has no such key. Throws `keysUnavailable` only
     /// when no keys are cached and none arrived within the wait.
     public func publicKey(forKeyID kid: String) throws(IDTokenError) -> RSAPublicKey? {
-        let time = now()
+        let time = clock.seconds()
         let grace = configuration.expiredKeyGrace
         let decision: Decision = state.withLock { state in
             guard let keys = state.usableKeys(at: time, grace: grace) else {
@@ -172,14 +173,14 @@ public final class PublicKeyCache: Sendable {
             throw IDTokenError.keysUnavailable(reason)
         case .waitFor(let fetch):
             let ended = fetch.wait(seconds: configuration.fetchWait)
-            if let keys = state.withLock({ $0.usableKeys(at: now(), grace: grace) }) { return keys[kid] }
+            if let keys = state.withLock({ $0.usableKeys(at: clock.seconds(), grace: grace) }) { return keys[kid] }
             if ended, let failure = fetch.failure.withLock({ $0 }) {
                 throw IDTokenError.keysUnavailable("cannot fetch Google's public keys: \(failure)")
             }
             throw IDTokenError.keysUnavailable("Google's public keys are still being fetched")
         case .refetchForUnknownKey(let fetch):
             _ = fetch.wait(seconds: configuration.fetchWait)
-            return state.withLock { $0.usableKeys(at: now(), grace: grace)?[kid] }
+            return state.withLock { $0.usableKeys(at: clock.seconds(), grace: grace)?[kid] }
         }
     }
 
@@ -209,7 +210,7 @@ public final class PublicKeyCache: Sendable {
                     logger.error("cannot fetch Google's public keys", metadata: ["error": "\(error)"])
                 }
             }
-            let time = now()
+            let time = clock.seconds()
             fetch.failure.withLock { $0 = failure }
             self.state.withLock { state in
                 if failure != nil { state.noAttemptBefore = time + configuration.retryAfterFailure }
@@ -235,7 +236,7 @@ public final class PublicKeyCache: Sendable {
         var lifetime = set.maxAge ?? configuration.defaultMaxAge
         if !lifetime.isFinite || lifetime < 0 { lifetime = configuration.defaultMaxAge }
         lifetime = min(lifetime, configuration.maximumMaxAge)
-        let time = now()
+        let time = clock.seconds()
         state.withLock { state in
             state.keys = keys
             state.fetchedAt = time

@@ -26,7 +26,7 @@ public final class ServiceAccountTokenProvider: AccessTokenSource {
     private let signingKey: RSAPrivateKey
     private let transport: any HTTPTransport
     private let timeout: Double
-    private let now: @Sendable () -> Double
+    private let clock: WallClock
     private let logger: Logger
     private let cached = Mutex<CachedToken?>(nil)
     /// Serialises token requests so concurrent callers share one exchange.
@@ -35,13 +35,13 @@ public final class ServiceAccountTokenProvider: AccessTokenSource {
     /// A provider for `account`; fails when its private key cannot be read. `timeout` in seconds (default 10 s).
     public init(
         account: ServiceAccount, transport: any HTTPTransport, timeout: Double = 10,
-        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }, logger: Logger
+        clock: WallClock = .system, logger: Logger
     ) throws(CryptoKeyError) {
         self.account = account
         self.signingKey = try RSAPrivateKey(pem: account.privateKey)
         self.transport = transport
         self.timeout = timeout
-        self.now = now
+        self.clock = clock
         self.logger = logger
     }
 
@@ -51,7 +51,7 @@ public final class ServiceAccountTokenProvider: AccessTokenSource {
         return try exchangeLock.withLock { _ throws(GoogleAPIError) -> String in
             if let token = currentToken() { return token }
             let (token, lifetime) = try exchange()
-            let expiresAt = now() + lifetime
+            let expiresAt = clock.seconds() + lifetime
             cached.withLock { $0 = CachedToken(token: token, expiresAt: expiresAt) }
             logger.debug("obtained a Google access token", metadata: ["expires_in": "\(Int(lifetime))"])
             return token
@@ -59,7 +59,7 @@ public final class ServiceAccountTokenProvider: AccessTokenSource {
     }
 
     private func currentToken() -> String? {
-        let time = now()
+        let time = clock.seconds()
         return cached.withLock { cached in
             guard let cached, time < cached.expiresAt - Self.renewalMargin else { return nil }
             return cached.token
@@ -68,7 +68,7 @@ public final class ServiceAccountTokenProvider: AccessTokenSource {
 
     /// The signed assertion for the current time.
     func makeAssertion() throws(GoogleAPIError) -> String {
-        let issuedAt = Int64(now().rounded(.down)) - 10
+        let issuedAt = Int64(clock.seconds().rounded(.down)) - 10
         var header = JSONWriter()
         header.object { writer in
             writer.key("alg")
@@ -116,7 +116,7 @@ public final class ServiceAccountTokenProvider: AccessTokenSource {
             throw GoogleAPIError.accessToken(error)
         }
         guard response.status == 200 else {
-            var error = GoogleResponse.error(from: response)
+            var error = GoogleResponse.error(from: response, now: clock.seconds())
             error.retryable = true
             error.message = "token endpoint: " + error.message
             logger.warning("Google token endpoint refused the assertion", metadata: ["error": "\(error)"])

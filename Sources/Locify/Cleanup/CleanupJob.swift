@@ -42,7 +42,7 @@ public struct CleanupJob: Sendable, Equatable {
     }
 
     private static func folders(_ folder: UserStorageFolder, userID: String, id: UUID) -> [String] {
-        let lower = id.lowercasedString
+        let lower = id.uuidString.lowercased()
         return [lower, lower.uppercased()].map { folder.prefix(uid: userID, record: $0) }
     }
 

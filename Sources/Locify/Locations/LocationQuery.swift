@@ -2,12 +2,13 @@ import FoundationEssentials
 
 /// The filters, sort and page of `GET /v1/locations` (openapi.yaml), validated.
 public struct LocationQuery: Sendable, Equatable {
-    /// The orders the listing offers; every one ends with id ascending.
-    public enum Sort: String, Sendable, CaseIterable {
+    /// The orders the listing offers; every one ends with id ascending. (Their names on the wire,
+    /// `sort=created_at` and so on, are `LocifyAPI`'s.)
+    public enum Sort: Sendable, Hashable, CaseIterable {
         /// Newest first (the default).
-        case createdAt = "created_at"
+        case createdAt
         /// Most recently changed first.
-        case updatedAt = "updated_at"
+        case updatedAt
         /// A-Z, case-insensitive.
         case name
     }

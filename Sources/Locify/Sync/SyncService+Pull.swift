@@ -7,7 +7,7 @@ extension SyncService {
     /// One page of the caller's change feed after `since` (or a snapshot without it), read in one
     /// REPEATABLE READ, read-only transaction with its next cursor computed inside it.
     /// - Parameters:
-    ///   - since: the cursor of the previous page, decoded for the caller (`SyncCursor(encoded:userID:)`).
+    ///   - since: the cursor of the previous page, decoded for the caller by the API layer (the text form is `LocifyAPI`'s).
     ///   - limit: 1-1000 changes (validated by the API layer).
     public func pull(_ caller: Caller, since: SyncCursor?, limit: Int) throws -> FeedPage {
         do {

@@ -17,9 +17,9 @@ protocol RecordResource: Sendable {
     /// About how many bytes one record takes in a list response (the buffer's initial capacity).
     static var listBytesPerRecord: Int { get }
     /// Reads the list's query parameters.
-    static func listQuery(_ query: QueryParameters) throws(APIError) -> ListQuery
+    static func listQuery(_ query: QueryParameters) throws(RequestDecodingError) -> ListQuery
     /// Decodes a POST or PUT body; `pathID` is the id of `PUT .../{id}`.
-    static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(LocifyError) -> Draft
+    static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(RequestDecodingError) -> Draft
     /// Refuses a delete whose options contradict its id, before any service runs.
     static func checkDeletion(id: UUID, options: DeleteOptions) throws(LocifyError)
     /// Writes the record's JSON object.
@@ -40,11 +40,11 @@ protocol RecordResource: Sendable {
 extension CategoryService: RecordResource {
     static let listBytesPerRecord = 320
 
-    static func listQuery(_ query: QueryParameters) throws(APIError) -> PageRequest {
+    static func listQuery(_ query: QueryParameters) throws(RequestDecodingError) -> PageRequest {
         try query.pageRequest()
     }
 
-    static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(LocifyError) -> CategoryDraft {
+    static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(RequestDecodingError) -> CategoryDraft {
         try CategoryDraft(json: body, userID: userID, pathID: pathID)
     }
 
@@ -64,11 +64,11 @@ extension CategoryService: RecordResource {
 extension LocationService: RecordResource {
     static let listBytesPerRecord = 480
 
-    static func listQuery(_ query: QueryParameters) throws(APIError) -> LocationQuery {
+    static func listQuery(_ query: QueryParameters) throws(RequestDecodingError) -> LocationQuery {
         try ResourceRoutes.locationQuery(query)
     }
 
-    static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(LocifyError) -> LocationDraft {
+    static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(RequestDecodingError) -> LocationDraft {
         try LocationDraft(json: body, userID: userID, pathID: pathID)
     }
 

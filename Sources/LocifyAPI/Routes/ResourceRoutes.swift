@@ -70,18 +70,17 @@ struct ResourceRoutes: Sendable {
         case create, replace
     }
 
+    /// The values of `sort` (openapi.yaml) and the orders they name.
+    static let sortNames: [String: LocationQuery.Sort] = ["created_at": .createdAt, "updated_at": .updatedAt, "name": .name]
+
     /// `page`, `size`, `category_id`, `is_favorite`, `q` and `sort` of `GET /v1/locations`.
-    static func locationQuery(_ query: QueryParameters) throws(APIError) -> LocationQuery {
-        let search: String?
-        do {
-            search = try ListingRules.searchTerm(query.string("q"))
-        } catch {
-            throw APIError(LocifyError(error))
-        }
+    static func locationQuery(_ query: QueryParameters) throws(RequestDecodingError) -> LocationQuery {
+        let search = try RequestDecodingError.applying(
+            { (raw) throws(RuleViolation) in try ListingRules.searchTerm(raw) }, to: query.string("q"))
         var sort = LocationQuery.Sort.createdAt
         if let text = query.string("sort") {
-            guard let parsed = LocationQuery.Sort(rawValue: text) else {
-                throw .invalidInput("sort", "must be created_at, updated_at or name")
+            guard let parsed = Self.sortNames[text] else {
+                throw .invalid("sort", "must be created_at, updated_at or name")
             }
             sort = parsed
         }

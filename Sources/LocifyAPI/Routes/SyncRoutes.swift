@@ -24,13 +24,13 @@ struct SyncRoutes: Sendable {
         let cleanupQueued = self.cleanupQueued
         router.addAuthenticated(
             .POST, "/v1/sync/push",
-            decode: { (request) throws -> [PushChange] in
-                let changes = try PushChange.batch(json: request.jsonBody(), userID: request.userID)
+            decode: { (request) throws -> [PushedChange] in
+                let changes = try PushedChange.batch(json: request.jsonBody(), userID: request.userID)
                 try sync.checkBatchSize(changes.count)
                 return changes
             }
         ) { changes, caller in
-            let results = try sync.push(caller, changes)
+            let results = try Self.push(changes, caller, sync: sync)
             if results.contains(where: \.isCategoryDelete) { cleanupQueued() }
             return .json(capacity: 64 + 400 * results.count) { writer in
                 writer.beginObject()
@@ -47,7 +47,7 @@ struct SyncRoutes: Sendable {
             decode: { (request) throws -> (limit: Int, wait: Int, since: SyncCursor?) in
                 let limit = try request.query.int("limit", in: 1...Self.maxPullLimit, default: Self.defaultPullLimit)
                 let wait = try request.query.int("wait", in: 0...Self.maxWaitParameter, default: 0)
-                let since = try request.query.string("since").map { (text) throws(LocifyError) in
+                let since = try request.query.string("since").map { (text) throws(RequestDecodingError) in
                     try SyncCursor(encoded: text, userID: request.userID)
                 }
                 return (limit: limit, wait: wait, since: since)
@@ -87,11 +87,33 @@ extension SyncRoutes {
     }
 }
 
-extension PushResult {
+/// The result of one pushed change, in the order the changes were sent: what the domain made of
+/// it, or why it could not be read; with the raw `type` and `id` it echoes.
+struct PushResult: Sendable {
+    var type: String?
+    var id: String?
+    var outcome: Result<PushOutcome, RequestDecodingError>
+
     /// An applied category delete, which may have queued Storage clean-up jobs.
     fileprivate var isCategoryDelete: Bool {
-        if case .applied(.tombstone(.category, _, _)) = outcome { return true }
+        if case .success(.applied(.tombstone(.category, _, _))) = outcome { return true }
         return false
+    }
+}
+
+extension SyncRoutes {
+    /// Applies the changes that could be read (the domain's push, in one call: its order groups
+    /// and its account gate see them all) and answers every change in the order sent.
+    static func push(_ changes: [PushedChange], _ caller: Caller, sync: SyncService) throws -> [PushResult] {
+        let outcomes = try sync.push(caller, changes.compactMap { try? $0.change.get() })
+        var next = outcomes.startIndex
+        return changes.map { pushed in
+            let outcome = pushed.change.map { _ in
+                defer { next += 1 }
+                return outcomes[next]
+            }
+            return PushResult(type: pushed.type, id: pushed.id, outcome: outcome)
+        }
     }
 }
 
@@ -155,18 +177,22 @@ extension JSONWriter {
         key("id")
         string(result.id)
         switch result.outcome {
-        case .applied(let state):
+        case .success(.applied(let state)):
             key("status")
             string("applied")
             key("data")
             recordState(state, userID: userID)
-        case .conflict(let state):
+        case .success(.conflict(let state)):
             key("status")
             string("conflict")
             key("data")
             recordState(state, userID: userID)
             pushError(APIError(.conflict(state)))
-        case .failed(let error):
+        case .success(.failed(let error)):
+            key("status")
+            string("error")
+            pushError(APIError(error))
+        case .failure(let error):
             key("status")
             string("error")
             pushError(APIError(error))

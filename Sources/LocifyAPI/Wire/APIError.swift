@@ -35,14 +35,6 @@ public struct APIError: Error, Sendable {
 
     // MARK: The error table of openapi.yaml
 
-    static func invalidInput(_ field: String, _ message: String) -> APIError {
-        fieldError(.invalidInput, FieldIssue(field: field, message: message))
-    }
-
-    static func invalidUUID(_ field: String) -> APIError {
-        fieldError(.invalidUUID, FieldIssue(field: field, message: "must be a UUID"))
-    }
-
     /// E005 with the challenge of RFC 6750: bare `Bearer` when no credentials came,
     /// `error="invalid_token"` when they were refused. The message is the same for every reason.
     static func unauthenticated(credentialsSent: Bool) -> APIError {
@@ -90,12 +82,8 @@ extension APIError {
     init(_ error: LocifyError) {
         switch error {
         case .invalidInput(let issue): self = .fieldError(.invalidInput, issue)
-        case .invalidUUID(let issue): self = .fieldError(.invalidUUID, issue)
         case .invalidCoordinates(let issue): self = .fieldError(.invalidCoordinates, issue)
-        case .missingField(let field):
-            self = .fieldError(.missingField, FieldIssue(field: field, message: "is required"))
         case .tokenRevoked: self = .unauthenticated(credentialsSent: true)
-        case .forbidden(let issue): self = .fieldError(.forbidden, issue)
         case .notFound(let what): self = APIError(.notFound, message: RuleViolation.message(notFound: what))
         case .conflict(let state):
             self = APIError(.conflict, message: "the server has a newer version of this record", data: state)
@@ -104,11 +92,23 @@ extension APIError {
         }
     }
 
+    /// The API rendering of a request that cannot be read.
+    init(_ error: RequestDecodingError) {
+        switch error {
+        case .invalidInput(let issue): self = .fieldError(.invalidInput, issue)
+        case .invalidUUID(let issue): self = .fieldError(.invalidUUID, issue)
+        case .missingField(let field): self = .fieldError(.missingField, FieldIssue(field: field, message: "is required"))
+        case .forbidden(let issue): self = .fieldError(.forbidden, issue)
+        case .refused(let error): self = APIError(error)
+        }
+    }
+
     /// Maps any error a handler throws; `nil` means "unexpected": S002, logged by the caller.
     static func mapping(_ error: any Error) -> APIError? {
         switch error {
         case let error as APIError: return error
         case let error as LocifyError: return APIError(error)
+        case let error as RequestDecodingError: return APIError(error)
         case let error as PostgresError where error.isUnavailable: return .unavailable()
         case let error as IDTokenError: return APIError(error)
         default: return nil

@@ -9,17 +9,21 @@ extension CategoryDraft {
     /// the first in field order (id, user_id, name, icon, sync_status, created_at, updated_at).
     /// - Parameter pathID: the id from `PUT /v1/categories/{id}`; the body's id is then optional
     ///   but must match (E001 otherwise).
-    package init(json body: JSONValue, userID: String, pathID: UUID? = nil) throws(LocifyError) {
+    package init(json body: JSONValue, userID: String, pathID: UUID? = nil) throws(RequestDecodingError) {
         let fields = try FieldReader(body: body)
         let id = try fields.recordID(pathID: pathID)
         try fields.checkUserID(userID)
-        let name = try LocifyError.applying(CategoryRules.name, to: fields.requiredString("name"))
-        let icon = try fields.optionalString("icon").map { (icon) throws(LocifyError) in
-            try LocifyError.applying(CategoryRules.icon, to: icon)
+        let name = try RequestDecodingError.applying(CategoryRules.name, to: fields.requiredString("name"))
+        let icon = try fields.optionalString("icon").map { (icon) throws(RequestDecodingError) in
+            try RequestDecodingError.applying(CategoryRules.icon, to: icon)
         }
         try fields.checkSyncStatus()
         let createdAt = try fields.optionalTimestamp("created_at")
         let updatedAt = try fields.optionalTimestamp("updated_at")
-        try self.init(id: id, name: name, icon: icon, createdAt: createdAt, updatedAt: updatedAt)
+        do throws(LocifyError) {
+            try self.init(id: id, name: name, icon: icon, createdAt: createdAt, updatedAt: updatedAt)
+        } catch {
+            throw .refused(error)
+        }
     }
 }

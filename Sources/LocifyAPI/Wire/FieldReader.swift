@@ -5,8 +5,9 @@ import LocifyRules
 import Primitives
 
 /// Reads typed fields of a JSON request object, turning each wire-format violation into its
-/// domain error: absent or null required field E004, wrong type E001, malformed UUID E002. The
-/// rules on the values themselves belong to the domain (the drafts' initializers).
+/// decoding error (`RequestDecodingError`): absent or null required field E004, wrong type E001,
+/// malformed UUID E002. The rules on the values themselves belong to the shared rules and the
+/// domain (the drafts' initializers).
 struct FieldReader {
     let object: JSONObject
 
@@ -15,7 +16,7 @@ struct FieldReader {
     }
 
     /// Reads the request body as an object; anything else (array, string, ...) is E001.
-    init(body: JSONValue) throws(LocifyError) {
+    init(body: JSONValue) throws(RequestDecodingError) {
         guard case .object(let object) = body else {
             throw .invalid("body", "must be a JSON object")
         }
@@ -30,59 +31,59 @@ struct FieldReader {
         }
     }
 
-    func requiredString(_ field: String) throws(LocifyError) -> String {
+    func requiredString(_ field: String) throws(RequestDecodingError) -> String {
         guard let value = try optionalString(field) else { throw .missingField(field) }
         return value
     }
 
-    func optionalString(_ field: String) throws(LocifyError) -> String? {
+    func optionalString(_ field: String) throws(RequestDecodingError) -> String? {
         guard let value = value(field) else { return nil }
         guard case .string(let text) = value else { throw .invalid(field, "must be a string") }
         return text
     }
 
-    func requiredUUID(_ field: String) throws(LocifyError) -> UUID {
+    func requiredUUID(_ field: String) throws(RequestDecodingError) -> UUID {
         guard let id = try optionalUUID(field) else { throw .missingField(field) }
         return id
     }
 
-    func optionalUUID(_ field: String) throws(LocifyError) -> UUID? {
+    func optionalUUID(_ field: String) throws(RequestDecodingError) -> UUID? {
         guard let text = try optionalString(field) else { return nil }
         return try FieldReader.uuid(text, field: field)
     }
 
-    static func uuid(_ text: String, field: String) throws(LocifyError) -> UUID {
+    static func uuid(_ text: String, field: String) throws(RequestDecodingError) -> UUID {
         guard let id = UUID(apiString: text) else {
-            throw .invalidUUID(FieldIssue(field: field, message: "must be a UUID"))
+            throw .invalidUUID(field)
         }
         return id
     }
 
-    func requiredNumber(_ field: String) throws(LocifyError) -> Double {
+    func requiredNumber(_ field: String) throws(RequestDecodingError) -> Double {
         guard let value = value(field) else { throw .missingField(field) }
         guard case .number(let number) = value else { throw .invalid(field, "must be a number") }
         return number
     }
 
-    func bool(_ field: String, default defaultValue: Bool) throws(LocifyError) -> Bool {
+    func bool(_ field: String, default defaultValue: Bool) throws(RequestDecodingError) -> Bool {
         guard let value = value(field) else { return defaultValue }
         guard case .bool(let flag) = value else { throw .invalid(field, "must be true or false") }
         return flag
     }
 
-    func optionalTimestamp(_ field: String) throws(LocifyError) -> Timestamp? {
+    func optionalTimestamp(_ field: String) throws(RequestDecodingError) -> Timestamp? {
         guard let text = try optionalString(field) else { return nil }
         return try FieldReader.timestamp(text, field: field)
     }
 
-    static func timestamp(_ text: String, field: String) throws(LocifyError) -> Timestamp {
+    static func timestamp(_ text: String, field: String) throws(RequestDecodingError) -> Timestamp {
         guard let timestamp = Timestamp(rfc3339: text) else {
             throw .invalid(field, "must be an RFC 3339 timestamp")
         }
         return timestamp
     }
 
-    func stringArray(_ field: String) throws(LocifyError) -> [String] {
+    func stringArray(_ field: String) throws(RequestDecodingError) -> [String] {
         guard let value = value(field) else { return [] }
         guard case .array(let elements) = value else { throw .invalid(field, "must be an array of strings") }
         var strings: [String] = []
@@ -96,7 +97,7 @@ struct FieldReader {
 
     /// The record id of a write: from the path when given (a differing body id is E001), else
     /// the required body `id`.
-    func recordID(pathID: UUID?) throws(LocifyError) -> UUID {
+    func recordID(pathID: UUID?) throws(RequestDecodingError) -> UUID {
         guard let pathID else { return try requiredUUID("id") }
         if let bodyID = try optionalUUID("id"), bodyID != pathID {
             throw .invalid("id", "must match the id in the path")
@@ -105,7 +106,7 @@ struct FieldReader {
     }
 
     /// `user_id` is read-only: when sent it must be the caller's id (E006).
-    func checkUserID(_ userID: String) throws(LocifyError) {
+    func checkUserID(_ userID: String) throws(RequestDecodingError) {
         guard let sent = try optionalString("user_id") else { return }
         if sent != userID {
             throw .forbidden(FieldIssue(field: "user_id", message: "must be the authenticated user's id"))
@@ -113,7 +114,7 @@ struct FieldReader {
     }
 
     /// `sync_status` is accepted and ignored, but only with one of the four client values.
-    func checkSyncStatus() throws(LocifyError) {
+    func checkSyncStatus() throws(RequestDecodingError) {
         guard let status = try optionalString("sync_status") else { return }
         if !FieldReader.syncStatuses.contains(status) {
             throw .invalid("sync_status", "must be one of synced, pendingCreate, pendingUpdate, pendingDelete")

@@ -8,7 +8,7 @@ extension HTTPRequest {
     /// (openapi.yaml).
     func jsonBody() throws(APIError) -> JSONValue {
         guard let body = try optionalJSONBody() else {
-            throw .invalidInput("body", "must be a JSON object")
+            throw APIError(RequestDecodingError.invalid("body", "must be a JSON object"))
         }
         return body
     }
@@ -22,7 +22,7 @@ extension HTTPRequest {
         do {
             return try JSONParser.parse(body)
         } catch {
-            throw .invalidInput("body", "is not valid JSON (\(error.reason) at byte \(error.offset))")
+            throw APIError(RequestDecodingError.invalid("body", "is not valid JSON (\(error.reason) at byte \(error.offset))"))
         }
     }
 
@@ -38,7 +38,8 @@ extension HTTPRequest {
     var parameters: QueryParameters { QueryParameters(items: queryItems) }
 }
 
-/// Typed, validated query parameters: a malformed value is E001 (E002 for UUIDs) naming it.
+/// Typed, validated query parameters: a malformed value is E001 (E002 for UUIDs) naming it
+/// (`RequestDecodingError`).
 /// A parameter given more than once counts with its first value, on every route (openapi.yaml):
 /// every reader of the query goes through `string(_:)`.
 struct QueryParameters {
@@ -49,33 +50,33 @@ struct QueryParameters {
         items.first { $0.name == name }?.value
     }
 
-    func int(_ name: String, in range: ClosedRange<Int>, default defaultValue: Int) throws(APIError) -> Int {
+    func int(_ name: String, in range: ClosedRange<Int>, default defaultValue: Int) throws(RequestDecodingError) -> Int {
         guard let text = string(name) else { return defaultValue }
         guard let value = Int(text), range.contains(value) else {
             let upper = range.upperBound == Int.max ? "" : " and at most \(range.upperBound)"
-            throw .invalidInput(name, "must be an integer of at least \(range.lowerBound)\(upper)")
+            throw .invalid(name, "must be an integer of at least \(range.lowerBound)\(upper)")
         }
         return value
     }
 
-    func uuid(_ name: String) throws(APIError) -> UUID? {
+    func uuid(_ name: String) throws(RequestDecodingError) -> UUID? {
         guard let text = string(name) else { return nil }
         guard let id = UUID(apiString: text) else { throw .invalidUUID(name) }
         return id
     }
 
-    func bool(_ name: String) throws(APIError) -> Bool? {
+    func bool(_ name: String) throws(RequestDecodingError) -> Bool? {
         switch string(name) {
         case nil: return nil
         case "true"?: return true
         case "false"?: return false
-        default: throw .invalidInput(name, "must be true or false")
+        default: throw .invalid(name, "must be true or false")
         }
     }
 
     /// `page` (>= 1, default 1; a page past the end is an empty page, not an error) and `size`
     /// (1-100, default 20).
-    func pageRequest() throws(APIError) -> PageRequest {
+    func pageRequest() throws(RequestDecodingError) -> PageRequest {
         PageRequest(
             page: try int("page", in: 1...Int.max, default: 1),
             size: try int("size", in: 1...PageRequest.maxSize, default: PageRequest.defaultSize))
@@ -84,7 +85,7 @@ struct QueryParameters {
 
 extension PathParameters {
     /// The `{id}` of the path as a UUID (E002 otherwise).
-    func id() throws(APIError) -> UUID {
+    func id() throws(RequestDecodingError) -> UUID {
         guard let text = self["id"], let id = UUID(apiString: text) else { throw .invalidUUID("id") }
         return id
     }

@@ -10,28 +10,32 @@ extension LocationDraft {
     /// longitude, is_favorite, image_urls, sync_status, created_at, updated_at).
     /// - Parameter pathID: the id from `PUT /v1/locations/{id}`; the body's id is then optional
     ///   but must match (E001 otherwise).
-    package init(json body: JSONValue, userID: String, pathID: UUID? = nil) throws(LocifyError) {
+    package init(json body: JSONValue, userID: String, pathID: UUID? = nil) throws(RequestDecodingError) {
         let fields = try FieldReader(body: body)
         let id = try fields.recordID(pathID: pathID)
         try fields.checkUserID(userID)
         let categoryID = try fields.requiredUUID("category_id")
-        let name = try LocifyError.applying(LocationRules.name, to: fields.requiredString("name"))
-        let address = try fields.optionalString("address").flatMap { (text) throws(LocifyError) in
-            try LocifyError.applying(LocationRules.address, to: text)
+        let name = try RequestDecodingError.applying(LocationRules.name, to: fields.requiredString("name"))
+        let address = try fields.optionalString("address").flatMap { (text) throws(RequestDecodingError) in
+            try RequestDecodingError.applying(LocationRules.address, to: text)
         }
-        let description = try fields.optionalString("description").flatMap { (text) throws(LocifyError) in
-            try LocifyError.applying(LocationRules.description, to: text)
+        let description = try fields.optionalString("description").flatMap { (text) throws(RequestDecodingError) in
+            try RequestDecodingError.applying(LocationRules.description, to: text)
         }
-        let latitude = try LocifyError.applying(LocationRules.latitude, to: fields.requiredNumber("latitude"))
-        let longitude = try LocifyError.applying(LocationRules.longitude, to: fields.requiredNumber("longitude"))
+        let latitude = try RequestDecodingError.applying(LocationRules.latitude, to: fields.requiredNumber("latitude"))
+        let longitude = try RequestDecodingError.applying(LocationRules.longitude, to: fields.requiredNumber("longitude"))
         let isFavorite = try fields.bool("is_favorite", default: false)
-        let imageURLs = try LocifyError.applying(LocationRules.imageURLs, to: fields.stringArray("image_urls"))
+        let imageURLs = try RequestDecodingError.applying(LocationRules.imageURLs, to: fields.stringArray("image_urls"))
         try fields.checkSyncStatus()
         let createdAt = try fields.optionalTimestamp("created_at")
         let updatedAt = try fields.optionalTimestamp("updated_at")
-        try self.init(
-            id: id, categoryID: categoryID, name: name, address: address, description: description,
-            latitude: latitude, longitude: longitude, isFavorite: isFavorite, imageURLs: imageURLs,
-            createdAt: createdAt, updatedAt: updatedAt)
+        do throws(LocifyError) {
+            try self.init(
+                id: id, categoryID: categoryID, name: name, address: address, description: description,
+                latitude: latitude, longitude: longitude, isFavorite: isFavorite, imageURLs: imageURLs,
+                createdAt: createdAt, updatedAt: updatedAt)
+        } catch {
+            throw .refused(error)
+        }
     }
 }

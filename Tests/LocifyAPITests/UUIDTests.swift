@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TestSupport
 
-@testable import Locify
+@testable import LocifyAPI
 
 @Suite("UUIDs: any case in, lower case out")
 struct UUIDTests {
@@ -43,15 +43,5 @@ struct UUIDTests {
             uuid.appendLowercased(to: &text)
             #expect(String(decoding: text, as: UTF8.self) == "id=" + uuid.uuidString.lowercased())
         }
-    }
-
-    @Test("default category ids are the UUIDv5 of openapi.yaml")
-    func defaultIDs() {
-        #expect(DefaultCategories.all.map(\.name) == ["Restaurant", "Cafe", "Tourist Attraction", "Favorites"])
-        #expect(
-            DefaultCategories.all.map(\.id.lowercasedString) == [
-                "1f3599be-6e0e-5cf8-aa59-b97dfdc46aec", "a1050188-e456-5998-8293-a282220c9930",
-                "6c2f54c9-801e-5a83-bd62-9cb6d70037af", "663e8afc-3c33-5d02-920a-fb4e755a6efb",
-            ])
     }
 }

@@ -2,29 +2,46 @@ import FoundationEssentials
 import JSON
 import Locify
 
-extension PushChange {
+/// One change of a `POST /v1/sync/push` body as the API read it: the raw `type` and `id` its
+/// result echoes (a wire concern: the domain's `PushChange` carries typed values only), and the
+/// write it asks for, or why it cannot be read, which fails this change alone.
+package struct PushedChange: Sendable, Equatable {
+    /// The change's `type` as sent (nil when absent or not a string), echoed in its result.
+    package var type: String?
+    /// The change's `data.id` as reported in its result (lower-case when it is a UUID).
+    package var id: String?
+    /// The write, or the error its result reports (E001-E004, E006).
+    package var change: Result<PushChange, RequestDecodingError>
+
+    /// A change as read from the push body.
+    package init(type: String?, id: String?, change: Result<PushChange, RequestDecodingError>) {
+        self.type = type
+        self.id = id
+        self.change = change
+    }
+
     /// Decodes the body of `POST /v1/sync/push` (openapi.yaml): its changes; throws when the batch
     /// itself is malformed (a change that is malformed fails only its own result).
-    package static func batch(json body: JSONValue, userID: String) throws(LocifyError) -> [PushChange] {
+    package static func batch(json body: JSONValue, userID: String) throws(RequestDecodingError) -> [PushedChange] {
         guard case .object(let object) = body else { throw .invalid("body", "must be a JSON object") }
         switch object["changes"] {
-        case .array(let elements)?: return elements.map { PushChange(json: $0, userID: userID) }
+        case .array(let elements)?: return elements.map { PushedChange(json: $0, userID: userID) }
         case nil, .null?: throw .missingField("changes")
         default: throw .invalid("changes", "must be an array")
         }
     }
 
     /// Decodes one change `{"type", "action", "data"}`. Whatever is wrong with it becomes its
-    /// operation's failure, reported in its own result: first the `type`, then the `action`,
-    /// then `data`, then the draft or delete the data describes.
+    /// failure, reported in its own result: first the `type`, then the `action`, then `data`,
+    /// then the draft or delete the data describes.
     package init(json value: JSONValue, userID: String) {
         guard case .object(let change) = value else {
-            self.init(type: nil, id: nil, operation: .failure(.invalid("changes", "every change must be an object")))
+            self.init(type: nil, id: nil, change: .failure(.invalid("changes", "every change must be an object")))
             return
         }
         let type = change["type"]?.stringValue
         var data: JSONObject?
-        var problem: LocifyError?
+        var problem: RequestDecodingError?
         switch change["data"] {
         case .object(let object)?: data = object
         case nil, .null?: problem = .missingField("data")
@@ -37,11 +54,11 @@ extension PushChange {
         // The id to report: lower-case when it is a UUID, as sent otherwise.
         let id = data?["id"]?.stringValue.map { text in UUID(apiString: text)?.lowercasedString ?? text }
         if let problem {
-            self.init(type: type, id: id, operation: .failure(problem))
+            self.init(type: type, id: id, change: .failure(problem))
         } else if let kind, let action, let data {
-            self.init(type: type, id: id, operation: Self.operation(kind, action, data, userID: userID))
+            self.init(type: type, id: id, change: Self.change(kind, action, data, userID: userID))
         } else {
-            self.init(type: type, id: id, operation: .failure(.invalid("changes", "is malformed")))
+            self.init(type: type, id: id, change: .failure(.invalid("changes", "is malformed")))
         }
     }
 
@@ -49,11 +66,11 @@ extension PushChange {
         case create, update, delete
     }
 
-    private static func operation(_ kind: RecordKind, _ action: Action, _ data: JSONObject, userID: String)
-        -> Result<Operation, LocifyError>
+    private static func change(_ kind: RecordKind, _ action: Action, _ data: JSONObject, userID: String)
+        -> Result<PushChange, RequestDecodingError>
     {
         let body = JSONValue.object(data)
-        do throws(LocifyError) {
+        do throws(RequestDecodingError) {
             switch (kind, action) {
             case (.category, .create): return .success(.createCategory(try CategoryDraft(json: body, userID: userID)))
             case (.category, .update): return .success(.updateCategory(try CategoryDraft(json: body, userID: userID)))
@@ -72,7 +89,7 @@ extension PushChange {
     }
 
     /// The id and options of a pushed delete.
-    private static func deletion(_ data: JSONObject) throws(LocifyError) -> (UUID, DeleteOptions) {
+    private static func deletion(_ data: JSONObject) throws(RequestDecodingError) -> (UUID, DeleteOptions) {
         let id = try FieldReader(data).requiredUUID("id")
         return (id, try DeleteOptions(body: .object(data), query: []))
     }

@@ -1,9 +1,10 @@
 import Foundation
+import Locify
 import LocifyRules
 import Primitives
 import Testing
 
-@testable import Locify
+@testable import LocifyAPI
 
 @Suite("Sync cursors are opaque, round-trip, and refuse garbage and other users")
 struct SyncCursorTests {
@@ -21,12 +22,12 @@ struct SyncCursorTests {
     @Test("another user's cursor is E001")
     func otherUser() {
         let text = cursor.encoded(for: "user-1")
-        #expect(throws: LocifyError.self) { try SyncCursor(encoded: text, userID: "user-2") }
+        #expect(throws: RequestDecodingError.self) { try SyncCursor(encoded: text, userID: "user-2") }
     }
 
     @Test("garbage, truncation and single-character changes are E001", arguments: ["", "abc", "!!!!", String(repeating: "A", count: 58), String(repeating: "A", count: 5000)])
     func garbage(_ text: String) {
-        #expect(throws: LocifyError.self) { try SyncCursor(encoded: text, userID: "user-1") }
+        #expect(throws: RequestDecodingError.self) { try SyncCursor(encoded: text, userID: "user-1") }
     }
 
     @Test("every single-character tamper is detected")
@@ -35,9 +36,9 @@ struct SyncCursorTests {
         for index in text.indices {
             var changed = text
             changed[index] = changed[index] == "A" ? "B" : "A"
-            #expect(throws: LocifyError.self) { try SyncCursor(encoded: String(changed), userID: "user-1") }
+            #expect(throws: RequestDecodingError.self) { try SyncCursor(encoded: String(changed), userID: "user-1") }
         }
-        #expect(throws: LocifyError.self) { try SyncCursor(encoded: String(text.dropLast()), userID: "user-1") }
+        #expect(throws: RequestDecodingError.self) { try SyncCursor(encoded: String(text.dropLast()), userID: "user-1") }
     }
 
     @Test("every phase round-trips; a rank above 2 or a negative stamp is refused even with a valid checksum")
@@ -52,10 +53,10 @@ struct SyncCursorTests {
         }
         var badRank = cursor
         badRank.rank = 3
-        #expect(throws: LocifyError.self) { try SyncCursor(encoded: badRank.encoded(for: "u"), userID: "u") }
+        #expect(throws: RequestDecodingError.self) { try SyncCursor(encoded: badRank.encoded(for: "u"), userID: "u") }
         var negative = cursor
         negative.seq = -1
-        #expect(throws: LocifyError.self) { try SyncCursor(encoded: negative.encoded(for: "u"), userID: "u") }
+        #expect(throws: RequestDecodingError.self) { try SyncCursor(encoded: negative.encoded(for: "u"), userID: "u") }
         let after = SyncCursor.after(seq: 7, issuedAt: .epoch)
         #expect(after.phase == .delta && after.rank == 2 && after.afterID == SyncCursor.minID)
     }

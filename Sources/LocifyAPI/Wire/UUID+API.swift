@@ -1,12 +1,14 @@
 import FoundationEssentials
 import Primitives
 
-/// The API's UUID text form: input in any letter case, output always lower case.
+/// The API's UUID text form: input in any letter case, output always lower case. A wire concern,
+/// so it lives here: the domain names Storage folders with Foundation's `uuidString` lower-cased
+/// (the same text), and `LocifyClient` reads and writes UUIDs through `Codable`.
 extension UUID {
     /// Parses the 36-character `8-4-4-4-12` hexadecimal form in any letter case; nil otherwise.
     /// Hand-written on purpose: Foundation's `UUID(uuidString:)` on Linux also takes a space, a
     /// sign or a hyphen inside a hex pair (UUIDTests "refuses other shapes" shows it).
-    public init?(apiString text: String) {
+    package init?(apiString text: String) {
         let utf8 = text.utf8
         guard utf8.count == 36 else { return nil }
         var bytes = [UInt8](repeating: 0, count: 16)
@@ -32,7 +34,7 @@ extension UUID {
     }
 
     /// The canonical lower-case text form.
-    public var lowercasedString: String {
+    package var lowercasedString: String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(36)
         appendLowercased(to: &bytes)
@@ -41,7 +43,7 @@ extension UUID {
 
     /// Appends the canonical lower-case text form to `bytes`, in one append (it runs for every id
     /// of every response): the 36 bytes are written into a stack buffer first.
-    public func appendLowercased(to bytes: inout [UInt8]) {
+    package func appendLowercased(to bytes: inout [UInt8]) {
         withUnsafeBytes(of: uuid) { raw in
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { text in
                 var offset = 0

@@ -19,7 +19,7 @@ struct RecordService<Table: RecordTable>: Sendable {
                 try rows.first.flatMap { row throws(PostgresError) in row.isNull(1) ? nil : try Record(row: row, at: 1) }
             }
         }
-        guard let found else { throw LocifyError.notFound(Record.kind.name) }
+        guard let found else { throw LocifyError.notFound(Record.kind) }
         return found
     }
 

@@ -35,12 +35,15 @@ public enum LocifyError: Error, Sendable, Equatable {
     case invalidCoordinates(FieldIssue)
     /// E005: the token is valid but predates the account's deletion.
     case tokenRevoked
-    /// E007: no such record for this user (another user's record looks exactly like this).
-    case notFound(String)
+    /// E007: no such record of this kind for this user (another user's record looks exactly like
+    /// this); the API names the kind in its message.
+    case notFound(RecordKind)
     /// E008: the write is older than the stored record; carries the server's version.
     case conflict(RecordState)
     /// E009: the sync cursor is older than the tombstone retention.
     case cursorExpired
+    /// E001: a sync push carries more changes than the server takes (`limit`); nothing is applied.
+    case tooManyChanges(limit: Int)
 
     /// A field-level E001.
     package static func invalid(_ field: String, _ message: String) -> LocifyError {
@@ -52,7 +55,9 @@ public enum LocifyError: Error, Sendable, Equatable {
         switch violation {
         case .invalidInput(let field, let reason): self = .invalid(field, reason)
         case .invalidCoordinates(let field, let reason): self = .invalidCoordinates(FieldIssue(field: field, message: reason))
-        case .notFound(let what): self = .notFound(what)
+        // The one record the shared rules find missing is the category a write names
+        // (`RuleViolation.unknownCategory`).
+        case .notFound: self = .notFound(.category)
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Locify
+import LocifyRules
 import Testing
 
 @testable import LocifyAPI
@@ -64,5 +65,24 @@ struct PushChangeDecodingTests {
         #expect(
             try change(#"{"type":"category","action":"create","data":{"id":"\#(id)","name":"a","user_id":"v"}}"#).change
                 == .failure(.forbidden(FieldIssue(field: "user_id", message: "must be the authenticated user's id"))))
+    }
+
+    @Test("the kinds' wire names are the API's: a change's type, a feed change's type, the noun of E007")
+    func kindNames() throws {
+        #expect(RecordKind.allCases.map(\.wireName) == ["category", "location"])
+        #expect(RecordKind.allCases.allSatisfy { RecordKind(wireName: $0.wireName) == $0 })
+        #expect(RecordKind(wireName: "Category") == nil && RecordKind(wireName: "") == nil)
+        let message = { (kind: RecordKind) in APIError(LocifyError.notFound(kind)).message }
+        #expect(message(.category) == "category not found" && message(.location) == "location not found")
+        var feed = JSONWriter(reservingCapacity: 256)
+        feed.feedChange(.tombstone(.location, id: UUID(), deletedAt: Timestamp(milliseconds: 0)), userID: "u")
+        #expect(String(decoding: feed.bytes, as: UTF8.self).hasPrefix(#"{"type":"location","action":"delete""#))
+    }
+
+    @Test("a batch over the domain's limit is E001 on changes, answered like any decoding error")
+    func tooManyChanges() {
+        let error = APIError(LocifyError.tooManyChanges(limit: 50))
+        #expect(error.code == .invalidInput && error.message == "changes must hold at most 50 changes")
+        #expect(error.details == [FieldIssue(field: "changes", message: "must hold at most 50 changes")])
     }
 }

@@ -22,6 +22,15 @@ struct RecordRulesTests {
         }
     }
 
+    @Test("a profile name is trimmed, and refused on its field like a record's name")
+    func profileName() throws {
+        #expect(try ProfileRules.name("  Ada \u{3000}") == "Ada")
+        #expect(throws: RuleViolation.invalidInput(field: "name", reason: "must not be empty")) { try ProfileRules.name(" ") }
+        #expect(throws: RuleViolation.invalidInput(field: "name", reason: "must not contain control characters")) {
+            try ProfileRules.name("a\u{7}")
+        }
+    }
+
     @Test("empty address and description become nil")
     func blankTexts() throws {
         let fields = try LocationFields(

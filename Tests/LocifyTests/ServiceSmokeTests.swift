@@ -73,7 +73,7 @@ struct ServiceSmokeTests {
         let tombstone = try db.services.categories.delete(caller, id: categoryID, updatedAt: nil, reassignTo: nil)
         #expect(tombstone.deletedAt != nil && tombstone.version == 2)
         #expect(try db.services.locations.list(caller, LocationQuery()).totalCount == 0)
-        #expect(throws: LocifyError.notFound("location")) { try db.services.locations.get(caller, id: locationID) }
+        #expect(throws: LocifyError.notFound(.location)) { try db.services.locations.get(caller, id: locationID) }
         let jobs = try db.pool.withConnection { connection in
             try connection.query("SELECT kind, target FROM cleanup_jobs ORDER BY id").map { row in
                 "\(try row.decode(0, as: String.self)) \(try row.decode(1, as: String.self))"

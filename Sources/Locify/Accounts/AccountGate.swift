@@ -36,7 +36,7 @@ enum AccountGate {
     /// `email` holding a control character is left out: a claim PostgreSQL cannot store (NUL) must
     /// not fail every request of that user with a 500.
     static func profile(of caller: Caller) -> (email: String?, name: String?) {
-        let name = caller.name.flatMap { try? TextRules.name($0, field: "name") }
+        let name = caller.name.flatMap { try? ProfileRules.name($0) }
         let email = caller.email.flatMap { $0.unicodeScalars.contains(where: ControlCharacter.isControl) ? nil : $0 }
         return (email, name)
     }

@@ -24,10 +24,10 @@ public struct UserService: Sendable {
         }
     }
 
-    /// The name rule of a profile (trimmed, 1-255 code points, no control characters; E001
-    /// otherwise): the name as stored. The API applies it while decoding the request.
+    /// The name rule of a profile (`ProfileRules.name`: trimmed, 1-255 code points, no control
+    /// characters; E001 otherwise): the name as stored. The API applies it while decoding the request.
     public static func name(_ raw: String) throws(LocifyError) -> String {
-        try LocifyError.applying({ (raw) throws(RuleViolation) in try TextRules.name(raw, field: "name") }, to: raw)
+        try LocifyError.applying(ProfileRules.name, to: raw)
     }
 
     /// `PUT /v1/users/me`: renames the user; the name must pass the name rule (`name(_:)`).

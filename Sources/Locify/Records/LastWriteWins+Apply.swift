@@ -18,7 +18,7 @@ extension LastWriteWins.Decision {
         case (.conflict, let stored?):
             throw LocifyError.conflict(stored.state)
         default:
-            throw LocifyError.notFound(Record.kind.name)
+            throw LocifyError.notFound(Record.kind)
         }
     }
 
@@ -33,7 +33,7 @@ extension LastWriteWins.Decision {
         case (_, let stored?):
             return stored
         default:
-            throw LocifyError.notFound(Record.kind.name)
+            throw LocifyError.notFound(Record.kind)
         }
     }
 }

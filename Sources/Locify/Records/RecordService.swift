@@ -17,7 +17,7 @@ struct RecordService<Table: RecordTable>: Sendable {
         let found = try pool.withConnection { connection in
             try AccountGate.read(connection, caller, Table.getQuery(caller, id: id), now: now).first ?? nil
         }
-        guard let found else { throw LocifyError.notFound(Record.kind.name) }
+        guard let found else { throw LocifyError.notFound(Record.kind) }
         return found
     }
 

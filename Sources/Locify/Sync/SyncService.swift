@@ -69,15 +69,14 @@ extension SyncService {
         if !outcomes.contains(where: { $0?.passedGate ?? false }) {
             try pool.withConnection { connection in try AccountGate.admit(connection, caller, now: categories.now) }
         }
-        return outcomes.map { $0 ?? .failed(.invalid("changes", "was not applied")) }
+        // `order` holds every index once, so every change has its outcome.
+        return outcomes.compactMap { $0 }
     }
 
-    /// Refuses a batch of more than `maxPushChanges` changes (E001): the API checks it while
-    /// decoding the request, before any change is applied.
+    /// Refuses a batch of more than `maxPushChanges` changes (`tooManyChanges`): the API checks it
+    /// while decoding the request, before any change is applied.
     public func checkBatchSize(_ count: Int) throws(LocifyError) {
-        if count > maxPushChanges {
-            throw .invalid("changes", "must hold at most \(maxPushChanges) changes")
-        }
+        if count > maxPushChanges { throw .tooManyChanges(limit: maxPushChanges) }
     }
 
     private func apply(_ change: PushChange, _ caller: Caller) throws -> PushOutcome {
@@ -115,7 +114,7 @@ extension LocifyError {
     /// every error that is not a `LocifyError` does (a database that is down: `PostgresError`).
     var belongsToOneChange: Bool {
         switch self {
-        case .tokenRevoked, .cursorExpired: return false
+        case .tokenRevoked, .cursorExpired, .tooManyChanges: return false
         default: return true
         }
     }

@@ -148,7 +148,7 @@ extension JSONWriter {
     mutating func feedChange(_ change: RecordState, userID: String) {
         beginObject()
         key("type")
-        string(change.kind.name)
+        string(change.kind.wireName)
         if let deletedAt = change.deletedAt {
             key("action")
             string("delete")

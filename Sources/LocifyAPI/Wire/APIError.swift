@@ -84,11 +84,13 @@ extension APIError {
         case .invalidInput(let issue): self = .fieldError(.invalidInput, issue)
         case .invalidCoordinates(let issue): self = .fieldError(.invalidCoordinates, issue)
         case .tokenRevoked: self = .unauthenticated(credentialsSent: true)
-        case .notFound(let what): self = APIError(.notFound, message: RuleViolation.message(notFound: what))
+        case .notFound(let kind): self = APIError(.notFound, message: RuleViolation.message(notFound: kind.wireName))
         case .conflict(let state):
             self = APIError(.conflict, message: "the server has a newer version of this record", data: state)
         case .cursorExpired:
             self = APIError(.cursorExpired, message: "sync cursor is older than the tombstone retention; resync from scratch")
+        case .tooManyChanges(let limit):
+            self = .fieldError(.invalidInput, FieldIssue(field: "changes", message: "must hold at most \(limit) changes"))
         }
     }
 

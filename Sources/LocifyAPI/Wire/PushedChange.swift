@@ -49,7 +49,7 @@ package struct PushedChange: Sendable, Equatable {
         }
         let action = change["action"]?.stringValue.flatMap(Action.init(rawValue:))
         if action == nil { problem = .invalid("action", "must be create, update or delete") }
-        let kind = type.flatMap(RecordKind.init(name:))
+        let kind = type.flatMap(RecordKind.init(wireName:))
         if kind == nil { problem = .invalid("type", "must be category or location") }
         // The id to report: lower-case when it is a UUID, as sent otherwise.
         let id = data?["id"]?.stringValue.map { text in UUID(apiString: text)?.lowercasedString ?? text }

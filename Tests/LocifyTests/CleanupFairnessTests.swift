@@ -162,25 +162,25 @@ struct CleanupFairnessTests {
             "https://firebasestorage.googleapis.com/v0/b/b%2Fc/o/locations%2F\(uid)%2F\(upper)%2Fa.jpg",
         ]
         // The rule of migrations/0007, one URL at a time, and for a uid that would need encoding.
-        func outside(_ urls: [String], userID: String = uid) throws -> Bool {
-            try db.pool.withConnection { connection in
-                try #require(try connection.query("SELECT locify_images_outside_folder(\(urls), \(userID), \(location))").first)
-                    .decode(0, as: Bool.self)
-            }
+        func outside(_ urls: [String], userID: String = uid) -> Bool {
+            StorageScope.imagesOutsideFolder(urls, userID: userID, id: location)
         }
-        for url in omitted { #expect(try !outside([url]), "\(url)") }
-        for url in returned { #expect(try outside([url]), "\(url)") }
-        #expect(try !outside([]))
-        #expect(try outside([], userID: "u 1"))
-        #expect(try outside(["https://firebasestorage.googleapis.com/v0/b/b/o/locations%2Fu 1%2F\(upper)%2Fa.jpg"], userID: "u 1"))
+        for url in omitted { #expect(!outside([url]), "\(url)") }
+        for url in returned { #expect(outside([url]), "\(url)") }
+        #expect(!outside([]) && !outside(omitted) && outside(omitted + returned.prefix(1)))
+        #expect(outside(["https://firebasestorage.googleapis.com/v0/b/b/o/locations%2Fu 1%2F\(upper)%2Fa.jpg"], userID: "u 1"))
         // Whatever it leaves out, the server's own parsing would not queue either.
         let scope = StorageScope(bucket: TestConstants.bucket, skips: CleanupSkips(logger: TestDatabase.logger))
         let folders = Set(CleanupJob.locationFolders(userID: uid, id: location))
         #expect(scope.ownedObjects(omitted, userID: uid).filter { !CleanupJob.isInside($0, anyOf: folders) }.isEmpty)
-        // Through the cascade (URLs written as stored before the write-time rule): only the owned
-        // objects outside the folder are queued.
+        // Through the cascade, a row written before migration 0007 (flag NULL) with URLs stored
+        // before the write-time rule: only the owned objects outside the folder are queued.
         try db.pool.withConnection { connection in
-            try connection.query("UPDATE locations SET image_urls = \(omitted + returned) WHERE user_id = \(uid) AND id = \(location)")
+            try connection.query(
+                """
+                UPDATE locations SET image_urls = \(omitted + returned), images_outside_folder = NULL
+                WHERE user_id = \(uid) AND id = \(location)
+                """)
         }
         _ = try db.services.categories.delete(caller, id: category, updatedAt: nil, reassignTo: nil)
         #expect(
@@ -189,7 +189,7 @@ struct CleanupFairnessTests {
             ])
     }
 
-    @Test("every write that sets a location's photos keeps images_outside_folder; the cascade reads only those rows' URLs")
+    @Test("every write that sets a location's photos sets images_outside_folder; the cascade reads only those rows' URLs")
     func imagesOutsideFolderFollowsWrites() throws {
         let db = try LocifyTestDatabase.create()
         defer { db.drop() }

@@ -16,12 +16,13 @@ INSERT INTO users (id, email, name, change_seq, category_count, created_at, upda
 VALUES (:'uid', :'uid' || '@example.com', 'Bench', :n + 1, 1, now(), now());
 INSERT INTO categories (user_id, id, name, name_key, version, created_at, updated_at, change_seq, location_count)
 VALUES (:'uid', :'category', 'Big', 'big', 1, now() - interval '1 day', now() - interval '1 day', 1, :n);
-INSERT INTO locations (user_id, id, category_id, name, name_key, search_text, latitude, longitude, image_urls, version,
-                       created_at, updated_at, change_seq)
+INSERT INTO locations (user_id, id, category_id, name, name_key, search_text, latitude, longitude, image_urls,
+                       images_outside_folder, version, created_at, updated_at, change_seq)
 SELECT :'uid', l.id, :'category', 'Place ' || g, 'place ' || g, 'place ' || g, 1, 1,
        ARRAY(SELECT format('https://firebasestorage.googleapis.com/v0/b/%s/o/locations%%2F%s%%2F%s%%2Fimage-%s.jpg?alt=media&token=t',
                            :'bucket', :'uid', CASE WHEN :shared = 1 THEN 'shared%2F' || g ELSE upper(l.id::text) END, i)
              FROM generate_series(1, :images) i),
+       :shared = 1 AND :images > 0,  -- what the server's rule (StorageScope.imagesOutsideFolder) gives these URLs
        1, now() - interval '1 day', now() - interval '1 day', 1 + g
 FROM generate_series(1, :n) g
 CROSS JOIN LATERAL (SELECT md5(:'uid' || '/' || g)::uuid AS id) l;

@@ -38,6 +38,36 @@ struct StorageScope: Sendable {
     /// Where objects whose name cannot exist are counted (and logged) instead of queued.
     let skips: CleanupSkips
 
+    /// Whether any of `urls` may name an object outside the own folder of location `id` of user
+    /// `userID` (the row's `images_outside_folder`, migrations/0007). False only when every URL is
+    /// the Firebase SDK's download form `https://firebasestorage.googleapis.com/v0/b/<bucket>/o/locations%2F<uid>%2F<id>%2F...`
+    /// (the id in either letter case; bucket and uid spelled without percent-encoding, compared
+    /// as bytes): such a URL names an object in that folder (of this server's bucket, which the
+    /// folder's job removes, or of another, which the server never deletes from) or, malformed,
+    /// nothing `ownedObjects` would keep. A cascade reads the URLs of the other locations only.
+    static func imagesOutsideFolder(_ urls: [String], userID: String, id: UUID) -> Bool {
+        guard !urls.isEmpty else { return false }
+        guard !userID.isEmpty, userID.utf8.allSatisfy(isUnreserved) else { return true }
+        let lower = id.uuidString.lowercased()
+        let folders = [lower, lower.uppercased()].map { Array("/o/\(UserStorageFolder.locations.rawValue)%2F\(userID)%2F\($0)%2F".utf8) }
+        let host = "https://firebasestorage.googleapis.com/v0/b/".utf8
+        return !urls.allSatisfy { url in
+            let bytes = url.utf8
+            guard bytes.starts(with: host) else { return false }
+            let afterHost = bytes.dropFirst(host.count)
+            guard let slash = afterHost.firstIndex(of: UInt8(ascii: "/")), slash > afterHost.startIndex,
+                afterHost[..<slash].allSatisfy(isUnreserved)
+            else { return false }
+            return folders.contains { afterHost[slash...].starts(with: $0) }
+        }
+    }
+
+    /// RFC 3986's unreserved characters: a text of them reads the same percent-decoded.
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == 0x2D || byte == 0x2E
+            || byte == 0x5F || byte == 0x7E
+    }
+
     /// The object paths, among `urls`, that are safe to delete for `userID`. A URL stored before
     /// the write-time rule whose object name cannot exist (a control character, over 1,024
     /// bytes) is skipped and counted: queuing it would fail the deletion (NUL) or a job forever.

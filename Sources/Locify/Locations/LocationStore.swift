@@ -39,11 +39,12 @@ enum LocationStore: RecordTable {
     ) -> PostgresQuery {
         """
         INSERT INTO locations AS l (user_id, id, category_id, own_category_id, hidden, name, name_key, address, description,
-                                    search_text, latitude, longitude, is_favorite, image_urls, version, created_at,
-                                    updated_at, deleted_at, change_seq, changed_at)
+                                    search_text, latitude, longitude, is_favorite, image_urls, images_outside_folder,
+                                    version, created_at, updated_at, deleted_at, change_seq, changed_at)
         VALUES (\(userID), \(draft.id), \(placement.shownCategory(draft)), \(placement.ownCategory(draft)), \(placement == .hidden),
                 \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.address), \(draft.description), \(draft.searchText),
-                \(draft.latitude), \(draft.longitude), \(draft.isFavorite), \(draft.imageURLs), 1, \(createdAt), \(at),
+                \(draft.latitude), \(draft.longitude), \(draft.isFavorite), \(draft.imageURLs),
+                \(imagesOutsideFolder(draft, userID: userID)), 1, \(createdAt), \(at),
                 \(placement == .hidden ? at : nil), \(stamp), clock_timestamp())
         RETURNING \(unsafeSQL: columns.sql)
         """
@@ -55,15 +56,21 @@ enum LocationStore: RecordTable {
         """
         WITH account AS (\(UserStore.nextStampIfAdmitted(caller)))
         INSERT INTO locations AS l (user_id, id, category_id, name, name_key, address, description, search_text,
-                                    latitude, longitude, is_favorite, image_urls, version, created_at, updated_at,
-                                    change_seq, changed_at)
+                                    latitude, longitude, is_favorite, image_urls, images_outside_folder, version,
+                                    created_at, updated_at, change_seq, changed_at)
         SELECT \(caller.userID), \(draft.id), \(draft.categoryID), \(draft.name), \(TextRules.sortKey(draft.name)),
                \(draft.address), \(draft.description), \(draft.searchText), \(draft.latitude), \(draft.longitude),
-               \(draft.isFavorite), \(draft.imageURLs), 1, \(createdAt), \(at), account.change_seq, clock_timestamp()
+               \(draft.isFavorite), \(draft.imageURLs), \(imagesOutsideFolder(draft, userID: caller.userID)), 1,
+               \(createdAt), \(at), account.change_seq, clock_timestamp()
         FROM account
         ON CONFLICT (user_id, id) DO NOTHING
         RETURNING \(unsafeSQL: columns.sql)
         """
+    }
+
+    /// The `images_outside_folder` of a row written from `draft` (migrations/0007).
+    private static func imagesOutsideFolder(_ draft: LocationDraft, userID: String) -> Bool {
+        StorageScope.imagesOutsideFolder(draft.imageURLs, userID: userID, id: draft.id)
     }
 
     static func overwriteQuery(userID: String, _ draft: LocationDraft, _ placement: Placement, at: Timestamp, stamp: Int64) -> PostgresQuery {
@@ -73,7 +80,8 @@ enum LocationStore: RecordTable {
                name_key = \(TextRules.sortKey(draft.name)), address = \(draft.address),
                description = \(draft.description), search_text = \(draft.searchText),
                latitude = \(draft.latitude), longitude = \(draft.longitude), is_favorite = \(draft.isFavorite),
-               image_urls = \(draft.imageURLs), version = version + 1, updated_at = \(at),
+               image_urls = \(draft.imageURLs), images_outside_folder = \(imagesOutsideFolder(draft, userID: userID)),
+               version = version + 1, updated_at = \(at),
                deleted_at = \(placement == .hidden ? at : nil), change_seq = \(stamp), changed_at = clock_timestamp()
         WHERE l.user_id = \(userID) AND l.id = \(draft.id)
         RETURNING \(unsafeSQL: columns.sql)
@@ -130,7 +138,7 @@ enum LocationStore: RecordTable {
                        OR (l.deleted_at IS NULL AND l.own_category_id = \(owner))
                        OR (l.hidden AND l.category_id = \(owner)))
                   AND (l.hidden <> \(isHidden) OR l.category_id <> \(shown))
-                RETURNING l.id, CASE WHEN l.images_outside_folder THEN l.image_urls END
+                RETURNING l.id, CASE WHEN l.images_outside_folder IS NOT FALSE THEN l.image_urls END
                 """)
             changed = changed || rows.count > 0
             guard isHidden else { continue }

@@ -89,10 +89,11 @@ struct HostilePoisonValueTests {
         let secondLocation = newID()
         try user.createLocation(firstLocation, in: first)
         try user.createLocation(secondLocation, in: second)
-        // As written before the rule existed.
+        // As written before the rule existed (so before migration 0007 too: images_outside_folder NULL).
         let poison = Self.poisonURLs(user.uid) + [Self.firebaseURL("locations%2F\(user.uid)%2Fgood.jpg")]
         try server.pool.withConnection { connection in
-            try connection.query("UPDATE locations SET image_urls = \(poison) WHERE user_id = \(user.uid)")
+            try connection.query(
+                "UPDATE locations SET image_urls = \(poison), images_outside_folder = NULL WHERE user_id = \(user.uid)")
         }
 
         let deleted = try user.delete("/v1/categories/\(first)")

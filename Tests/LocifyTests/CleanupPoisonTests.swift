@@ -63,7 +63,8 @@ struct CleanupPoisonTests {
         let category = UUID()
         _ = try services.categories.create(caller, CategoryDraft(id: category, name: "Poisoned"))
         // Rows stored before the write-time rule: the location is written with a valid URL, then
-        // its stored URLs are set directly (a draft refuses the poison ones).
+        // its stored URLs are set directly (a draft refuses the poison ones), as before migration
+        // 0007 (images_outside_folder NULL).
         let location = UUID()
         _ = try services.locations.create(caller, LocationDraft(
             id: location, categoryID: category, name: "Poison", latitude: 1, longitude: 1,
@@ -74,7 +75,8 @@ struct CleanupPoisonTests {
             Self.firebaseURL("locations%2F\(uid)%2Fshared%2Fgood.jpg"),
         ]
         try db.pool.withConnection { connection in
-            try connection.query("UPDATE locations SET image_urls = \(stored) WHERE user_id = \(uid) AND id = \(location)")
+            try connection.query(
+                "UPDATE locations SET image_urls = \(stored), images_outside_folder = NULL WHERE user_id = \(uid) AND id = \(location)")
         }
 
         _ = try services.categories.delete(caller, id: category, updatedAt: nil, reassignTo: nil)

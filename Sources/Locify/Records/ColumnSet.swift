@@ -84,7 +84,7 @@ struct ColumnReader {
     var isNull: Bool { row.isNull(column) }
 }
 
-extension ColumnSet where Value: PostgresDecodable {
+extension ColumnSet where Value: PostgresDecodable & SendableMetatype {
     /// One column: the SQL expression `expression`.
     init(expression: String) {
         self.init([expression]) { reader throws(PostgresError) in try reader.next() }

@@ -2,6 +2,15 @@
 /// read through it (`StorageObjectReference`), a rule both ends apply; `FirebaseAdmin` adds the
 /// encoding its requests to Google need.
 public enum PercentEncoding {
+    /// RFC 3986's unreserved characters (`A-Z a-z 0-9 - . _ ~`): the bytes encoding leaves as they
+    /// are, so a text of them reads the same percent-decoded.
+    public static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x2D, 0x2E, 0x5F, 0x7E: true
+        default: false
+        }
+    }
+
     /// Decodes `%XX` escapes once. Nil when an escape is malformed or the result is not UTF-8.
     /// `+` is left as is (it only means space in form bodies).
     public static func decode(_ text: some StringProtocol) -> String? {

@@ -8,10 +8,9 @@ extension PercentEncoding {
         var output: [UInt8] = []
         output.reserveCapacity(text.utf8.count)
         for byte in text.utf8 {
-            switch byte {
-            case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x2D, 0x2E, 0x5F, 0x7E:
+            if isUnreserved(byte) {
                 output.append(byte)
-            default:
+            } else {
                 output.append(0x25)
                 output.append(HexDigit.uppercase(byte >> 4))
                 output.append(HexDigit.uppercase(byte))

@@ -47,7 +47,7 @@ struct StorageScope: Sendable {
     /// nothing `ownedObjects` would keep. A cascade reads the URLs of the other locations only.
     static func imagesOutsideFolder(_ urls: [String], userID: String, id: UUID) -> Bool {
         guard !urls.isEmpty else { return false }
-        guard !userID.isEmpty, userID.utf8.allSatisfy(isUnreserved) else { return true }
+        guard !userID.isEmpty, userID.utf8.allSatisfy(PercentEncoding.isUnreserved) else { return true }
         let lower = id.uuidString.lowercased()
         let folders = [lower, lower.uppercased()].map { Array("/o/\(UserStorageFolder.locations.rawValue)%2F\(userID)%2F\($0)%2F".utf8) }
         let host = "https://firebasestorage.googleapis.com/v0/b/".utf8
@@ -56,16 +56,10 @@ struct StorageScope: Sendable {
             guard bytes.starts(with: host) else { return false }
             let afterHost = bytes.dropFirst(host.count)
             guard let slash = afterHost.firstIndex(of: UInt8(ascii: "/")), slash > afterHost.startIndex,
-                afterHost[..<slash].allSatisfy(isUnreserved)
+                afterHost[..<slash].allSatisfy(PercentEncoding.isUnreserved)
             else { return false }
             return folders.contains { afterHost[slash...].starts(with: $0) }
         }
-    }
-
-    /// RFC 3986's unreserved characters: a text of them reads the same percent-decoded.
-    private static func isUnreserved(_ byte: UInt8) -> Bool {
-        (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == 0x2D || byte == 0x2E
-            || byte == 0x5F || byte == 0x7E
     }
 
     /// The object paths, among `urls`, that are safe to delete for `userID`. A URL stored before

@@ -76,6 +76,12 @@ public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolatio
         }
     }
 
+    /// `head` followed by this query, this query's binds first: only `head`'s text is renumbered,
+    /// so a short fragment can lead a long statement without rewriting the statement's text.
+    public func prepending(_ head: PostgresQuery) -> PostgresQuery {
+        PostgresQuery(unsafeSQL: head.renumbered(after: binds.count) + sql, binds: binds + head.binds)
+    }
+
     /// The text with each placeholder `$n` outside quoted literals, identifiers and `--` comments
     /// turned into `$(n + offset)`. Works on the UTF-8 bytes: every byte it looks for is ASCII.
     func renumbered(after offset: Int) -> String {

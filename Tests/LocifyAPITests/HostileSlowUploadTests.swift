@@ -52,7 +52,7 @@ struct HostileSlowUploadTests {
 
         // A valid token: the body is admitted (its size reserved) and the request answered
         // once the body arrives.
-        let body = Array(try JSONWriter.encode(categoryBody(id: newID(), name: "Uploaded")))
+        let body = Array(JSONWriter.encode(categoryBody(id: newID(), name: "Uploaded")))
         let admitted = try RawHTTPClient(port: server.port)
         try admitted.send(Self.uploadHead(token: server.token(for: "uploader"), length: body.count, extra: "Expect: 100-continue\r\n"))
         #expect(try admitted.readResponse(timeout: .seconds(10)).status == 100)

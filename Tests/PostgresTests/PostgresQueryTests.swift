@@ -48,6 +48,14 @@ struct PostgresQueryTests {
         #expect(alone == tail)
     }
 
+    @Test("a prepended head leads the text and binds after the query, which keeps its text as is")
+    func prepending() {
+        let statement: PostgresQuery = "FROM t WHERE a = \("a") AND b = \(Int64(2)) AND d = '$1'"
+        let query = statement.prepending("SELECT (u.valid_after < \(Int64(7))), \(Int64(3)), '$1' ")
+        #expect(query.sql == "SELECT (u.valid_after < $3), $4, '$1' FROM t WHERE a = $1 AND b = $2 AND d = '$1'")
+        #expect(query.binds == [PostgresBind("a"), PostgresBind(Int64(2)), PostgresBind(Int64(7)), PostgresBind(Int64(3))])
+    }
+
     @Test("a value that looks like SQL stays a bind and never reaches the text")
     func injectionStaysBound() {
         let hostile = "'; DROP TABLE x; --"

@@ -83,7 +83,8 @@ struct GatedRead<Row> {
     /// that writes its select list with its own binds).
     init(_ caller: Caller, _ row: ColumnSet<Row>, selecting selection: PostgresQuery) {
         self.row = row
-        query = row.width == 0 ? "SELECT \(UserStore.gate(caller)) \(selection)" : "SELECT \(UserStore.gate(caller)), \(selection)"
+        // The gate leads the text but binds last, so only its short text is renumbered.
+        query = selection.prepending(row.width == 0 ? "SELECT \(UserStore.gate(caller)) " : "SELECT \(UserStore.gate(caller)), ")
     }
 
     /// The gate's verdict and, when it admits the caller, the row of each result row; nil when

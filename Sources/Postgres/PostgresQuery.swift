@@ -84,6 +84,8 @@ public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolatio
 
     /// The text with each placeholder `$n` outside quoted literals, identifiers and `--` comments
     /// turned into `$(n + offset)`. Works on the UTF-8 bytes: every byte it looks for is ASCII.
+    /// Not understood, and not used by any fragment of the project: `E'...'` escapes, dollar
+    /// quoting and `/* */` comments.
     func renumbered(after offset: Int) -> String {
         guard offset > 0, sql.utf8.contains(UInt8(ascii: "$")) else { return sql }
         let text = Array(sql.utf8)

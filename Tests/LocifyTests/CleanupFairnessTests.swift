@@ -137,6 +137,16 @@ struct CleanupFairnessTests {
         #expect(CleanupJob.folders(Array(folders.prefix(2))).map(\.kind) == [.storagePrefix, .storagePrefix])
     }
 
+    @Test("a record's folders spell its id as uuidString does, in lower and in upper case, once when it has no letter")
+    func folderSpellings() {
+        for _ in 0..<100 {
+            let id = UUID()
+            #expect(CleanupJob.locationFolders(userID: "u", id: id) == ["locations/u/\(id.uuidString.lowercased())/", "locations/u/\(id.uuidString)/"])
+        }
+        let digitsOnly = UUID(uuid: (0x01, 0x23, 0x45, 0x67, 0x89, 0x01, 0x23, 0x45, 0x67, 0x89, 0x01, 0x23, 0x45, 0x67, 0x89, 0x01))
+        #expect(CleanupJob.categoryFolders(userID: "u", id: digitsOnly) == ["categories/u/01234567-8901-2345-6789-012345678901/"])
+    }
+
     @Test("a cascade reads no URL plainly inside the location's own folder; whatever it skips, parsing would not queue either")
     func plainURLsInsideFolders() throws {
         let db = try LocifyTestDatabase.create()

@@ -81,9 +81,13 @@ public struct CategoryService: Sendable {
             folders += CleanupJob.locationFolders(userID: userID, id: location.id)
             urls += location.imageURLsOutsideFolder
         }
-        // Objects inside a folder queued here go with it.
-        let queued = Set(folders)
-        let objects = storage.ownedObjects(urls, userID: userID).filter { !CleanupJob.isInside($0, anyOf: queued) }
+        // Objects inside a folder queued here go with it (the set is built only when some URL names
+        // an object: a cascade of locations whose photos are all in their own folders reads none).
+        var objects = storage.ownedObjects(urls, userID: userID)
+        if !objects.isEmpty {
+            let queued = Set(folders)
+            objects.removeAll { CleanupJob.isInside($0, anyOf: queued) }
+        }
         let jobs = CleanupJob.folders(folders) + CleanupJob.objects(objects)
         if CleanupJob.isFolderSafe(userID: userID), !jobs.isEmpty {
             try CleanupJobStore.enqueue(connection, userID: userID, jobs)

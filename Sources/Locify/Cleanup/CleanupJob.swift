@@ -1,5 +1,6 @@
 import FoundationEssentials
 import LocifyRules
+import Primitives
 
 /// One durable piece of clean-up work for Google, recorded in the transaction that made it
 /// necessary and retried by `CleanupWorker` until it succeeds (openapi.yaml).
@@ -30,8 +31,8 @@ public struct CleanupJob: Sendable, Equatable {
         self.target = target
     }
 
-    /// The user's folder prefixes of one location: `locations/<uid>/<location id>/`, with the id in
-    /// lower case and in upper case (iOS clients name folders with `uuidString`, which is upper case).
+    /// The user's folder prefixes of one location: `locations/<uid>/<location id>/`, one for each
+    /// spelling of the id (`storageSpellings`: iOS clients name folders with upper-case ids).
     static func locationFolders(userID: String, id: UUID) -> [String] {
         folders(.locations, userID: userID, id: id)
     }
@@ -42,8 +43,7 @@ public struct CleanupJob: Sendable, Equatable {
     }
 
     private static func folders(_ folder: UserStorageFolder, userID: String, id: UUID) -> [String] {
-        let lower = id.uuidString.lowercased()
-        return [lower, lower.uppercased()].map { folder.prefix(uid: userID, record: $0) }
+        id.storageSpellings.map { folder.prefix(uid: userID, record: $0) }
     }
 
     /// The most folder prefixes one `storagePrefixes` job holds (each costs a listing and its
@@ -70,7 +70,7 @@ public struct CleanupJob: Sendable, Equatable {
     /// `targets`, each once and in order: one job each when there are at most `size` of them,
     /// else jobs of `size` targets, one per line (a last lone target gets a job of its own).
     private static func batches(_ targets: [String], size: Int, single: Kind, batch: Kind) -> [CleanupJob] {
-        var seen: Set<String> = []
+        var seen = Set<String>(minimumCapacity: targets.count)
         let unique = targets.filter { seen.insert($0).inserted }
         guard unique.count > size else { return unique.map { CleanupJob(kind: single, target: $0) } }
         return stride(from: 0, to: unique.count, by: size).map { start in
@@ -102,5 +102,24 @@ public struct CleanupJob: Sendable, Equatable {
     /// segment) could reach into another user's folder, so such accounts get no Storage jobs.
     static func isFolderSafe(userID: String) -> Bool {
         !userID.isEmpty && !userID.contains("/") && userID != "." && userID != ".."
+    }
+}
+
+extension UUID {
+    /// The spellings of this id in the user's Storage paths: lower case, then upper case (iOS
+    /// clients name folders with `uuidString`) unless the id has no letter.
+    var storageSpellings: [String] {
+        let lower = text(uppercase: false)
+        let upper = text(uppercase: true)
+        return lower == upper ? [lower] : [lower, upper]
+    }
+
+    private func text(uppercase: Bool) -> String {
+        withUnsafeBytes(of: uuid) { raw in
+            String(unsafeUninitializedCapacity: 36) { text in
+                HexDigit.writeUUID(raw, uppercase: uppercase, into: text)
+                return 36
+            }
+        }
     }
 }

@@ -48,8 +48,7 @@ struct StorageScope: Sendable {
     static func imagesOutsideFolder(_ urls: [String], userID: String, id: UUID) -> Bool {
         guard !urls.isEmpty else { return false }
         guard !userID.isEmpty, userID.utf8.allSatisfy(PercentEncoding.isUnreserved) else { return true }
-        let lower = id.uuidString.lowercased()
-        let folders = [lower, lower.uppercased()].map { Array("/o/\(UserStorageFolder.locations.rawValue)%2F\(userID)%2F\($0)%2F".utf8) }
+        let folders = id.storageSpellings.map { Array("/o/\(UserStorageFolder.locations.rawValue)%2F\(userID)%2F\($0)%2F".utf8) }
         let host = "https://firebasestorage.googleapis.com/v0/b/".utf8
         return !urls.allSatisfy { url in
             let bytes = url.utf8

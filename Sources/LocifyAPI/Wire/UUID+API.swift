@@ -2,8 +2,8 @@ import FoundationEssentials
 import Primitives
 
 /// The API's UUID text form: input in any letter case, output always lower case. A wire concern,
-/// so it lives here: the domain names Storage folders with Foundation's `uuidString` lower-cased
-/// (the same text), and `LocifyClient` reads and writes UUIDs through `Codable`.
+/// so it lives here: the domain names Storage folders with `UUID.storageSpellings` (the same
+/// text, through the same `HexDigit.writeUUID`), and `LocifyClient` reads and writes UUIDs through `Codable`.
 extension UUID {
     /// Parses the 36-character `8-4-4-4-12` hexadecimal form in any letter case; nil otherwise.
     /// Hand-written on purpose: Foundation's `UUID(uuidString:)` on Linux also takes a space, a
@@ -46,16 +46,7 @@ extension UUID {
     package func appendLowercased(to bytes: inout [UInt8]) {
         withUnsafeBytes(of: uuid) { raw in
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { text in
-                var offset = 0
-                for index in 0..<16 {
-                    if index == 4 || index == 6 || index == 8 || index == 10 {
-                        text[offset] = UInt8(ascii: "-")
-                        offset += 1
-                    }
-                    text[offset] = HexDigit.lowercase(raw[index] >> 4)
-                    text[offset + 1] = HexDigit.lowercase(raw[index])
-                    offset += 2
-                }
+                HexDigit.writeUUID(raw, uppercase: false, into: text)
                 bytes.append(contentsOf: UnsafeBufferPointer(text))
             }
         }

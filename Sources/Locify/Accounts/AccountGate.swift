@@ -84,7 +84,7 @@ struct GatedRead<Row> {
     init(_ caller: Caller, _ row: ColumnSet<Row>, selecting selection: PostgresQuery) {
         self.row = row
         // The gate leads the text but binds last, so only its short text is renumbered.
-        query = selection.prepending(row.width == 0 ? "SELECT \(UserStore.gate(caller)) " : "SELECT \(UserStore.gate(caller)), ")
+        query = selection.prepending("SELECT \(UserStore.gate(caller))\(unsafeSQL: row.width == 0 ? " " : ", ")")
     }
 
     /// The gate's verdict and, when it admits the caller, the row of each result row; nil when

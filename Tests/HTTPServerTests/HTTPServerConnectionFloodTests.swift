@@ -72,8 +72,10 @@ struct HTTPServerConnectionFloodLoadTests {
 
     /// Starts a server configured by `configure`, floods it with `count` connections from
     /// 127.0.0.2 and probes it from 127.0.0.3 every 100 ms while the flood opens its
-    /// connections and for 3 s more.
-    private func flood(count: Int, configure: @escaping @Sendable (inout HTTPServerConfiguration) -> Void) async throws -> FloodRun {
+    /// connections and for 3 s more; a probe not answered within `answerWithin` fails the test.
+    private func flood(
+        count: Int, answerWithin: Duration = .seconds(30), configure: @escaping @Sendable (inout HTTPServerConfiguration) -> Void
+    ) async throws -> FloodRun {
         let openFiles = raiseOpenFileLimit(to: count + 2000)
         try #require(openFiles >= count + 2000, "ulimit -n must allow \(count + 2000) files, is \(openFiles)")
         return try await onOwnThread {
@@ -83,7 +85,8 @@ struct HTTPServerConnectionFloodLoadTests {
             }) { server in
                 let flood = ConnectionFlood(port: server.port, sourceHost: "127.0.0.2", count: count)
                 defer { flood.stop() }
-                var run = try Self.probe(server, from: "127.0.0.3", while: flood, count: count, after: .seconds(3))
+                var run = try Self.probe(
+                    server, from: "127.0.0.3", while: flood, count: count, after: .seconds(3), answerWithin: answerWithin)
                 let http = server.server
                 run.connectFailures = flood.connectFailures
                 run.openConnections = http.openConnections
@@ -99,9 +102,11 @@ struct HTTPServerConnectionFloodLoadTests {
     }
 
     /// Probes the server from `sourceHost` every 100 ms while `flood` opens its connections and
-    /// for `after` more, measuring each round trip (connect, request, response).
+    /// for `after` more, measuring each round trip (connect, request, response); a probe not
+    /// answered within `answerWithin` throws.
     private static func probe(
-        _ server: HTTPTestServer, from sourceHost: String, while flood: ConnectionFlood, count: Int, after: Duration
+        _ server: HTTPTestServer, from sourceHost: String, while flood: ConnectionFlood, count: Int, after: Duration,
+        answerWithin: Duration
     ) throws -> FloodRun {
         let clock = ContinuousClock()
         var run = FloodRun()
@@ -113,7 +118,7 @@ struct HTTPServerConnectionFloodLoadTests {
             let started = clock.now
             let client = try RawHTTPClient(port: server.port, sourceHost: sourceHost)
             try client.send("GET /probe HTTP/1.1\r\nHost: h\r\n\r\n")
-            if try client.readResponse(timeout: .seconds(30)).text != "GET /probe 0" { run.wrongAnswers += 1 }
+            if try client.readResponse(timeout: answerWithin).text != "GET /probe 0" { run.wrongAnswers += 1 }
             run.slowest = max(run.slowest, clock.now - started)
             run.probes += 1
             client.close()
@@ -140,19 +145,21 @@ struct HTTPServerConnectionFloodLoadTests {
     /// 1,000: the flood's connections are idle once answered, and each client waiting in the
     /// backlog is accepted in place of the longest-idle one. The probe waits its turn in the
     /// backlog behind the flood's connects (about 1 s at worst in a debug build on 2 shared
-    /// cores, RELIABILITY.md); before, it waited for a connection to close by itself (60 s).
+    /// cores, RELIABILITY.md; 1-4 s in sanitizer runs, once 24 s); before, it waited for a
+    /// connection to close by itself. Here nothing closes by itself for 600 s, so a probe answered
+    /// within 90 s (its read's timeout) was admitted by an eviction, however loaded the machine.
     @Test("per-address limit off, 10,000 connections from 127.0.0.2 against 1,000 allowed: idle ones make room for 127.0.0.3")
     func floodEvictsIdle() async throws {
         let count = SanitizerDetection.isActive ? 2000 : 10_000
-        let run = try await flood(count: count) {
+        let run = try await flood(count: count, answerWithin: .seconds(90)) {
             $0.maxConnectionsPerAddress = 0
             $0.maxConnections = 1000
+            $0.keepAliveIdleTimeout = .seconds(600)
         }
         print("connection flood, limit off: \(run.summary)")
-        // A probe waits its turn in the backlog behind the flood (7 s under a loaded sanitizer
-        // run), so few fit in the flood's time: each must be served, however many there were.
+        // A probe waits its turn in the backlog behind the flood, so few fit in the flood's time:
+        // each must be served, however many there were.
         #expect(run.probes >= 1 && run.wrongAnswers == 0)
-        #expect(run.slowest < .seconds(20))
         #expect(run.evictedConnections > 0)
         // Up to 64 beyond the limit while evicted connections are being closed.
         #expect(run.openConnections <= 1000 + 64)

@@ -183,8 +183,8 @@ let package = Package(
         .testTarget(
             name: "LocifyAPITests",
             dependencies: [
-                "LocifyAPI", "LocifyServer", "Locify", "LocifyRules", "HTTPServer", "Postgres", "FirebaseAdmin", "JSON", "Primitives", "TestSupport",
-                "TestSupportDatabase", "TestSupportServer", .product(name: "Logging", package: "swift-log"),
+                "LocifyAPI", "LocifyServer", "Locify", "LocifyJobs", "LocifyRules", "HTTPServer", "Postgres", "FirebaseAdmin", "JSON",
+                "Primitives", "TestSupport", "TestSupportDatabase", "TestSupportServer", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings),
         // bench/json/run: the JSON target against Foundation's JSON, built in release mode into `.build-bench`.

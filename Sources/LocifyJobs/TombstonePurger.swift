@@ -5,7 +5,8 @@ import Postgres
 /// `changed_at`, never on the client's `deleted_at`), in small batches so no long lock is held.
 /// A cursor issued before the horizon is refused with E009, so no client can miss a purged delete.
 /// A category tombstone stays while something still follows it: a location shown in its reassign
-/// target, or a deleted category reassigned to it (openapi.yaml, "Writes in any order").
+/// target, a deleted category reassigned to it (openapi.yaml, "Writes in any order"), or its
+/// cascade, until settled (`PendingCascades`).
 public final class TombstonePurger: Sendable {
     private let pool: ConnectionPool
     private let retentionSeconds: Int64
@@ -42,6 +43,7 @@ public final class TombstonePurger: Sendable {
         AND NOT EXISTS (SELECT 1 FROM locations l
                         WHERE l.user_id = t.user_id AND l.own_category_id = t.id AND l.deleted_at IS NULL)
         AND NOT EXISTS (SELECT 1 FROM categories r WHERE r.user_id = t.user_id AND r.reassigned_to = t.id AND r.id <> t.id)
+        AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = t.user_id AND t.id = ANY (u.hiding))
         """
 
     @discardableResult

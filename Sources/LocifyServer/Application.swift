@@ -19,6 +19,8 @@ public final class Application: Sendable {
     public let routes: [(method: HTTPMethod, pattern: String)]
     let workerPool: ConnectionPool
     let purger: TombstonePurger
+    /// Settles pending cascades (`PendingCascades`) in the background.
+    let cascadeWorker: CascadeWorker
     let keyCache: PublicKeyCache?
     /// The ID-token verifier of every request (tests count its signature checks).
     let verifier: IDTokenVerifier
@@ -32,7 +34,7 @@ public final class Application: Sendable {
 
     init(
         server: HTTPServer, pool: ConnectionPool, workerPool: ConnectionPool, cleanupWorker: CleanupWorker,
-        purger: TombstonePurger, keyCache: PublicKeyCache?,
+        purger: TombstonePurger, cascadeWorker: CascadeWorker, keyCache: PublicKeyCache?,
         verifier: IDTokenVerifier, shutdownGrace: Duration, shutdownDelay: Duration, api: APIFront,
         liveChanges: LiveChanges?, logger: Logger
     ) {
@@ -42,6 +44,7 @@ public final class Application: Sendable {
         self.workerPool = workerPool
         self.cleanupWorker = cleanupWorker
         self.purger = purger
+        self.cascadeWorker = cascadeWorker
         self.keyCache = keyCache
         self.verifier = verifier
         self.shutdownGrace = shutdownGrace
@@ -90,6 +93,7 @@ public final class Application: Sendable {
         if listening { try server.start() }
         cleanupWorker.start()
         purger.start()
+        cascadeWorker.start()
         if listening { logger.info("locify-server listening", metadata: ["port": "\(port)"]) }
     }
 
@@ -110,6 +114,7 @@ public final class Application: Sendable {
         liveChanges?.stop()
         cleanupWorker.stop()
         purger.stop()
+        cascadeWorker.stop()
         pool.close()
         workerPool.close()
     }

@@ -50,7 +50,7 @@ public func buildApplication(
     api.serverBox.server = server
     return Application(
         server: server, pool: database.pool, workerPool: jobs.pool, cleanupWorker: jobs.cleanupWorker, purger: jobs.purger,
-        keyCache: keyCache, verifier: verifier, shutdownGrace: .seconds(configuration.shutdownGraceSeconds),
+        cascadeWorker: jobs.cascadeWorker, keyCache: keyCache, verifier: verifier, shutdownGrace: .seconds(configuration.shutdownGraceSeconds),
         shutdownDelay: .seconds(configuration.shutdownDelaySeconds), api: api.front, liveChanges: liveChanges,
         logger: logger)
 }
@@ -95,14 +95,16 @@ private func buildAuthentication(
 
 /// The background work (`LocifyJobs`) and the small pool it runs on.
 private struct Jobs {
-    /// The clean-up worker holds a connection while Google answers; the purge needs another.
+    /// The clean-up worker holds a connection while Google answers; the purge and the cascade
+    /// worker share the other (the purge runs briefly, once an interval).
     let pool: ConnectionPool
     let cleanupWorker: CleanupWorker
     let purger: TombstonePurger
+    let cascadeWorker: CascadeWorker
 }
 
-/// The clean-up worker (with the Google clients of `cleanupExecutor`) and the tombstone purge,
-/// on a database pool of their own.
+/// The clean-up worker (with the Google clients of `cleanupExecutor`), the tombstone purge and the
+/// cascade worker, on a database pool of their own.
 private func buildJobs(
     _ configuration: Configuration, database: PostgresConfiguration, cleanupSkips: CleanupSkips,
     dependencies: ApplicationDependencies, logger: Logger
@@ -115,7 +117,7 @@ private func buildJobs(
     let purger = TombstonePurger(
         pool: pool, retentionSeconds: Int64(configuration.tombstoneRetentionSeconds),
         interval: .seconds(configuration.tombstonePurgeIntervalSeconds), logger: logger)
-    return Jobs(pool: pool, cleanupWorker: cleanupWorker, purger: purger)
+    return Jobs(pool: pool, cleanupWorker: cleanupWorker, purger: purger, cascadeWorker: CascadeWorker(pool: pool, logger: logger))
 }
 
 /// The HTTP face (`LocifyAPI`) over the services, with the operational state `/health/ready`
@@ -127,10 +129,15 @@ private func buildAPI(
 ) -> (front: APIFront, serverBox: ServerBox) {
     let serverBox = ServerBox()
     let cleanupWorker = jobs.cleanupWorker
+    let cascadeWorker = jobs.cascadeWorker
     let authEmulatorMode = configuration.authEmulatorHost != nil
     let front = APIFront(
         configuration: configuration, maxBodyBytes: http.maxBodyBytes, services: services, verifier: verifier,
-        liveChanges: liveChanges, cleanupQueued: { cleanupWorker.wake() },
+        liveChanges: liveChanges,
+        cleanupQueued: {
+            cleanupWorker.wake()
+            cascadeWorker.wake()
+        },
         databaseReady: { (try? pool.withConnection { connection in try connection.query("SELECT 1") }) != nil },
         gauges: {
             let poolStatistics = pool.statistics

@@ -111,6 +111,19 @@ struct APIUser: Sendable {
         }
     }
 
+    /// Waits (60 s at most) until the server has settled this user's pending cascades: the
+    /// locations of a cascade are turned into tombstones after the delete answered (`PendingCascades`).
+    func waitForSettledCascades(sourceLocation: SourceLocation = #_sourceLocation) throws {
+        var settled = false
+        for _ in 0..<1200 where !settled {
+            settled = try server.pool.withConnection { connection in
+                try connection.query("SELECT hiding = '{}' FROM users WHERE id = \(uid)").first?.decode(0, as: Bool.self) ?? true
+            }
+            if !settled { Thread.sleep(forTimeInterval: 0.05) }
+        }
+        #expect(settled, "the cascade worker did not settle the cascade", sourceLocation: sourceLocation)
+    }
+
     /// The stored `version` of one of this user's rows (tombstones included).
     func storedVersion(_ table: String, _ id: String) throws -> Int? {
         try storedColumn(table, id, "version").flatMap { Int($0) }

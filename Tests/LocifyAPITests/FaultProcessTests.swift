@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import LocifyJobs
 import Postgres
 import Synchronization
 import Testing
@@ -16,7 +17,8 @@ struct FaultProcessTests {
     enum HoldPoint: String, CaseIterable, Sendable, CustomTestStringConvertible {
         /// The 4th location update (change 35 of 50 in application order).
         case locationUpdate
-        /// The category cascade delete (change 49), after it started tombstoning locations.
+        /// The category cascade delete (change 49), after it took its change stamp (it tombstones
+        /// the category; its locations are hidden later, `PendingCascades`).
         case cascadeDelete
         /// The category reassign delete (change 50).
         case reassignDelete
@@ -45,7 +47,8 @@ struct FaultProcessTests {
         // Hold one row, push, wait until the batch is stuck on it, then kill -9.
         let blocker = try PostgresConnection.connect(database.configuration, logger: TestDatabase.logger)
         try blocker.execute(unsafeSQL: "BEGIN")
-        _ = try blocker.query("SELECT id FROM locations WHERE user_id = \(victim) AND id = \(plan.heldLocation(hold)) FOR UPDATE")
+        let held = plan.heldRow(hold)
+        _ = try blocker.query("SELECT id FROM \(unsafeSQL: held.table) WHERE user_id = \(victim) AND id = \(held.id) FOR UPDATE")
         let pushClient = try RawHTTPClient(port: server.port)
         defer { pushClient.close() }
         let payload = JSONWriter.encode(plan.batch)
@@ -262,15 +265,16 @@ struct PushPlan {
 
     var batch: JSONValue { ["changes": .array(changes.map(\.json))] }
 
-    /// The location whose row lock holds the batch at `hold`.
-    func heldLocation(_ hold: FaultProcessTests.HoldPoint) -> UUID {
-        let id: String
-        switch hold {
-        case .locationUpdate: id = updatedLocations[3]
-        case .cascadeDelete: id = cascadeLocations[2]
-        case .reassignDelete: id = reassignLocations[2]
-        }
-        return UUID(uuidString: id) ?? UUID()
+    /// The row whose lock holds the batch at `hold`: a location the held change rewrites, or the
+    /// category a cascade tombstones (it rewrites no location itself).
+    func heldRow(_ hold: FaultProcessTests.HoldPoint) -> (table: String, id: UUID) {
+        let (table, id) =
+            switch hold {
+            case .locationUpdate: ("locations", updatedLocations[3])
+            case .cascadeDelete: ("categories", cascadeCategory)
+            case .reassignDelete: ("locations", reassignLocations[2])
+            }
+        return (table, UUID(uuidString: id) ?? UUID())
     }
 
     /// How many changes come before the held one.
@@ -289,7 +293,8 @@ struct PushPlan {
     }
 }
 
-/// One user's stored rows (tombstones included) as comparable text, and the derived counts.
+/// One user's stored rows (tombstones included) as comparable text, and the derived counts, with
+/// the pending cascades settled first, as any reader sees them (`PendingCascades`).
 struct StoredState {
     /// `category:<id>` / `location:<id>` to the row's client-visible columns.
     var records: [String: String] = [:]
@@ -297,7 +302,8 @@ struct StoredState {
     var counts: [String: (stored: Int64, actual: Int64)] = [:]
 
     static func read(_ pool: ConnectionPool, _ userID: String) throws -> StoredState {
-        try pool.withConnection { connection in
+        CascadeWorker(pool: pool, logger: TestDatabase.logger).settleNow()
+        return try pool.withConnection { connection in
             var state = StoredState()
             for row in try connection.query(
                 """

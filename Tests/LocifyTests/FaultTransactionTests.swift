@@ -1,5 +1,6 @@
 import Foundation
 import Locify
+import LocifyJobs
 import Postgres
 import Testing
 import TestSupport
@@ -23,19 +24,18 @@ struct FaultTransactionTests {
         let caller = TestConstants.newCaller()
         let category = try services.categories.create(caller, CategoryDraft(id: UUID(), name: "Doomed")).record
         let target = try services.categories.create(caller, CategoryDraft(id: UUID(), name: "Target")).record
-        var locations: [UUID] = []
         for index in 0..<20 {
-            let draft = try LocationDraft(id: UUID(), categoryID: category.id, name: "Place \(index)", latitude: 1, longitude: 2)
-            locations.append(try services.locations.create(caller, draft).record.id)
+            _ = try services.locations.create(
+                caller, LocationDraft(id: UUID(), categoryID: category.id, name: "Place \(index)", latitude: 1, longitude: 2))
         }
         let before = try snapshot(fixture.pool, caller.userID)
 
-        // Another transaction holds the last location's row lock, so the delete stops on it
-        // after it has bumped the change stamp and begun rewriting rows.
+        // Another transaction keeps new clean-up jobs out, so the delete stops on its last step,
+        // queuing the category's Storage clean-up, after it has bumped the change stamp,
+        // tombstoned the category and moved its locations (a reassign) or recorded the cascade.
         let blocker = try PostgresConnection.connect(fixture.database.configuration, logger: TestDatabase.logger)
         try blocker.execute(unsafeSQL: "BEGIN")
-        _ = try blocker.query(
-            "SELECT id FROM locations WHERE user_id = \(caller.userID) AND id = \(locations[locations.count - 1]) FOR UPDATE")
+        try blocker.execute(unsafeSQL: "LOCK TABLE cleanup_jobs IN SHARE MODE")
 
         let outcome = Locked<Result<Category, any Error>?>(nil)
         let reassignTo = kind == .reassign ? target.id : nil
@@ -61,8 +61,10 @@ struct FaultTransactionTests {
         }
         #expect(try snapshot(fixture.pool, caller.userID) == before, "a killed transaction left traces")
 
-        // The client retries (it never got an acknowledgement): the delete applies whole.
+        // The client retries (it never got an acknowledgement): the delete applies whole, a
+        // cascade once settled.
         _ = try services.categories.delete(caller, id: category.id, updatedAt: nil, reassignTo: reassignTo)
+        CascadeWorker(pool: fixture.pool, logger: TestDatabase.logger).settleNow()
         let after = try snapshot(fixture.pool, caller.userID)
         let moved = after.locations.filter { $0.category == target.id.uuidString.lowercased() && $0.live }.count
         let tombstoned = after.locations.filter { !$0.live }.count
@@ -85,6 +87,8 @@ struct FaultTransactionTests {
         var changeSeq: Int64
         var counts: [Int64]
         var jobs: Int64
+        /// The user's pending cascades.
+        var cascades: [String]
     }
 
     private func snapshot(_ pool: ConnectionPool, _ userID: String) throws -> Snapshot {
@@ -103,7 +107,7 @@ struct FaultTransactionTests {
                 }
             }
             let user = try connection.query(
-                "SELECT change_seq, category_count FROM users WHERE id = \(userID)")
+                "SELECT change_seq, category_count, hiding::text[] FROM users WHERE id = \(userID)")
             let counts = try connection.query(
                 "SELECT location_count, favorite_count FROM categories WHERE user_id = \(userID) ORDER BY id"
             ).flatMap { [try $0.decode(0, as: Int64.self), try $0.decode(1, as: Int64.self)] }
@@ -112,7 +116,7 @@ struct FaultTransactionTests {
                 categories: try rows("categories", "id"), locations: try rows("locations", "category_id"),
                 changeSeq: try user.first?.decode(0, as: Int64.self) ?? -1,
                 counts: counts + [try user.first?.decode(1, as: Int64.self) ?? -1],
-                jobs: jobs)
+                jobs: jobs, cascades: try user.first?.decode(2, as: [String].self) ?? ["no user"])
         }
     }
 

@@ -47,7 +47,8 @@ public struct UserService: Sendable {
     /// user's Storage folders and then of the Firebase Auth account, all in one transaction.
     public func delete(_ caller: Caller) throws {
         try pool.withTransaction { connection in
-            _ = try AccountGate.beginWrite(connection, caller, now: now)
+            // Every location goes: a pending cascade needs no settling.
+            _ = try AccountGate.beginWrite(connection, caller, settlingCascades: false, now: now)
             let userID = caller.userID
             var jobs: [CleanupJob] = []
             if CleanupJob.isFolderSafe(userID: userID) {

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import LocifyRules
 import Postgres
 import Primitives
@@ -21,16 +22,19 @@ enum UserStore {
     }
 
     /// Takes the next change stamp of the caller's row, which locks it until the transaction ends;
-    /// nil when the account does not exist yet. Returns the stamp and the gate's verdict.
-    static func nextStamp(_ connection: PostgresConnection, _ caller: Caller) throws -> (stamp: Int64, admitted: Bool)? {
+    /// nil when the account does not exist yet. Returns the stamp, the gate's verdict and whether
+    /// cascades wait to be settled (`PendingCascades`).
+    static func nextStamp(
+        _ connection: PostgresConnection, _ caller: Caller
+    ) throws -> (stamp: Int64, admitted: Bool, cascadesPending: Bool)? {
         try connection.query(
             """
             UPDATE users SET change_seq = change_seq + 1 WHERE id = \(caller.userID)
-            RETURNING change_seq, \(gate(caller, validAfter: "tokens_valid_after"))
+            RETURNING change_seq, \(gate(caller, validAfter: "tokens_valid_after")), hiding <> '{}'
             """
         ).first.map { row throws(PostgresError) in
             var column = ColumnReader(row)
-            return (try column.next(), try column.next())
+            return (try column.next(), try column.next(), try column.next())
         }
     }
 
@@ -42,6 +46,16 @@ enum UserStore {
         WHERE id = \(caller.userID) AND \(gate(caller, validAfter: "tokens_valid_after"))
         RETURNING change_seq
         """
+    }
+
+    /// Adds a category to the user's pending cascades (`PendingCascades`).
+    static func addCascade(_ connection: PostgresConnection, userID: String, category: UUID) throws {
+        try connection.query("UPDATE users SET hiding = array_append(hiding, \(category)) WHERE id = \(userID)")
+    }
+
+    /// Empties the user's pending cascades (`PendingCascades`).
+    static func clearCascades(_ connection: PostgresConnection, userID: String) throws {
+        try connection.query("UPDATE users SET hiding = '{}' WHERE id = \(userID)")
     }
 
     /// The second of the account's last deletion (-1 when it never was) and whether the gate
@@ -119,12 +133,17 @@ enum UserStore {
         var serverNow: Timestamp
         var accountCreatedAt: Timestamp
         var purgedThrough: Int64
+        /// Whether cascades wait to be settled (`PendingCascades`).
+        var cascadesPending: Bool
     }
 
     /// The caller's `FeedHead`.
     static func feedHead(_ caller: Caller) -> GatedRead<FeedHead> {
-        let columns = ColumnSet(["u.change_seq", "now()", "u.created_at", "u.purged_seq"]) { column throws(PostgresError) in
-            FeedHead(highWater: try column.next(), serverNow: try column.next(), accountCreatedAt: try column.next(), purgedThrough: try column.next())
+        let columns = ColumnSet(["u.change_seq", "now()", "u.created_at", "u.purged_seq", "u.hiding <> '{}'"]) {
+            column throws(PostgresError) in
+            FeedHead(
+                highWater: try column.next(), serverNow: try column.next(), accountCreatedAt: try column.next(),
+                purgedThrough: try column.next(), cascadesPending: try column.next())
         }
         return GatedRead(caller, columns, caller.ownRow)
     }

@@ -73,7 +73,15 @@ public struct CategoryService: Sendable {
             try LocifyError.applying(CategoryRules.checkReassignTarget(isKnown:), to: CategoryStore.isKnown(connection, userID: userID, id: target))
         }
         try CategoryStore.setReassignTarget(connection, userID: userID, id: category.id, target: reassignTo)
-        let hidden = try LocationStore.follow(connection, userID: userID, category: category.id, stamp: stamp)
+        let hidden: [(id: UUID, imageURLsOutsideFolder: [String])]
+        if reassignTo == nil && category.deletedAt == nil {
+            // A cascade of a live category hides the locations shown in it after answering
+            // (PendingCascades); their clean-up is queued now, with the delete.
+            hidden = try LocationStore.shown(connection, userID: userID, in: category.id)
+            if !hidden.isEmpty { try PendingCascades.record(connection, userID: userID, category: category.id) }
+        } else {
+            hidden = try LocationStore.follow(connection, userID: userID, category: category.id, stamp: stamp)
+        }
         // A category deleted again has had its folder queued already.
         var folders = category.deletedAt == nil ? CleanupJob.categoryFolders(userID: userID, id: category.id) : []
         var urls = reassignTo == nil ? category.icon.map { [$0] } ?? [] : []

@@ -27,6 +27,20 @@ enum CategoryStore: RecordTable {
         }
     }
 
+    /// The categories of the user's pending cascades (`PendingCascades`), each with the stamp of
+    /// its tombstone.
+    static func pendingCascades(_ connection: PostgresConnection, userID: String) throws -> [(category: UUID, stamp: Int64)] {
+        try connection.query(
+            """
+            SELECT c.id, c.change_seq FROM users u JOIN categories c ON c.user_id = u.id AND c.id = ANY (u.hiding)
+            WHERE u.id = \(userID)
+            """
+        ).map { row throws(PostgresError) in
+            var column = ColumnReader(row)
+            return (try column.next(), try column.next())
+        }
+    }
+
     /// Each of the user's categories, live and deleted, with where a deleted one's locations are
     /// shown: what `CategoryGraph` is built from.
     static func graphNodes(

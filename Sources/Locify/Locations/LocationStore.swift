@@ -157,6 +157,23 @@ enum LocationStore: RecordTable {
         return hidden
     }
 
+    /// The live locations shown in `category`, with their image URLs when one may name an object
+    /// outside the location's own folder (as `follow` returns them): those a cascade of the live
+    /// category hides (`PendingCascades`).
+    static func shown(
+        _ connection: PostgresConnection, userID: String, in category: UUID
+    ) throws -> [(id: UUID, imageURLsOutsideFolder: [String])] {
+        try connection.query(
+            """
+            SELECT l.id, CASE WHEN l.images_outside_folder IS NOT FALSE THEN l.image_urls END FROM locations l
+            WHERE l.user_id = \(userID) AND l.category_id = \(category) AND l.deleted_at IS NULL
+            """
+        ).map { row throws(PostgresError) in
+            var column = ColumnReader(row)
+            return (try column.next(), try column.next([String]?.self) ?? [])
+        }
+    }
+
     /// Turns the per-row counter triggers (migrations/0006) off or back on for the rest of the
     /// transaction, for a statement that recounts, or deletes every row, itself.
     static func skipCounters(_ connection: PostgresConnection, _ skip: Bool) throws {
@@ -274,7 +291,7 @@ enum LocationStore: RecordTable {
             LEFT JOIN LATERAL (
                 SELECT loc.* FROM (
                     SELECT id FROM locations
-                    WHERE user_id = \(pageUser) AND deleted_at IS NULL\(pageFilters)
+                    WHERE user_id = \(pageUser) AND deleted_at IS NULL\(pageFilters) AND \(notHiding("u.hiding"))
                     ORDER BY \(order(""))
                     LIMIT $5 OFFSET $6
                 ) page
@@ -295,7 +312,10 @@ enum LocationStore: RecordTable {
     /// an uncorrelated subquery that PostgreSQL evaluates once, not once per row of the page.
     private static func totalExpression(_ query: LocationQuery, filters: String) -> String {
         if query.search != nil {
-            return "(SELECT count(*) FROM locations WHERE user_id = $1 AND deleted_at IS NULL\(filters))"
+            return """
+                (SELECT count(*) FROM locations JOIN users h ON h.id = locations.user_id
+                 WHERE user_id = $1 AND deleted_at IS NULL\(filters) AND \(notHiding("h.hiding")))
+                """
         }
         let counter: (String) -> String = { table in
             switch query.isFavorite {
@@ -313,6 +333,12 @@ enum LocationStore: RecordTable {
                       WHERE c.user_id = $1 AND c.id = $2 AND c.deleted_at IS NULL), 0)
             """
     }
+
+    /// The condition that a location row is not shown in a category whose cascade is pending
+    /// (`PendingCascades`), given the user's list (`hiding`, the column of a joined user row): such
+    /// locations read as deleted. The listing's indexes include `category_id`, so the index-only
+    /// scan that finds a page evaluates it.
+    static func notHiding(_ hiding: String) -> String { "category_id <> ALL (\(hiding))" }
 
     /// A LIKE pattern matching any text that contains `text` literally: `%`, `_` and the escape
     /// character `\` (LIKE's default) are escaped, then the whole is wrapped in `%...%`. Matching
@@ -334,7 +360,7 @@ enum LocationStore: RecordTable {
             caller, columns.orNil,
             """
             FROM users u
-            LEFT JOIN locations l ON l.user_id = u.id AND l.id = \(id) AND l.deleted_at IS NULL
+            LEFT JOIN locations l ON l.user_id = u.id AND l.id = \(id) AND l.deleted_at IS NULL AND l.\(unsafeSQL: notHiding("u.hiding"))
             WHERE u.id = \(caller.userID)
             """)
     }

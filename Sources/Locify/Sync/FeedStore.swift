@@ -11,11 +11,14 @@ enum FeedStore {
         _ connection: PostgresConnection, _ kind: RecordKind, userID: String, highWater: Int64, afterID: UUID,
         limit: Int
     ) throws -> [RecordState] {
-        let table = kind == .category ? "categories" : "locations"
+        // A location of a pending cascade is deleted already (`PendingCascades`).
+        let (table, notHidden) =
+            kind == .category
+            ? ("categories r", "") : ("locations r JOIN users u ON u.id = r.user_id", " AND r.\(LocationStore.notHiding("u.hiding"))")
         let rows = try connection.query(
             """
-            SELECT \(unsafeSQL: states(kind).sql) FROM \(unsafeSQL: table) r
-            WHERE r.user_id = \(userID) AND r.deleted_at IS NULL AND r.change_seq <= \(highWater) AND r.id > \(afterID)
+            SELECT \(unsafeSQL: states(kind).sql) FROM \(unsafeSQL: table)
+            WHERE r.user_id = \(userID) AND r.deleted_at IS NULL AND r.change_seq <= \(highWater) AND r.id > \(afterID)\(unsafeSQL: notHidden)
             ORDER BY r.id
             LIMIT \(Int64(limit))
             """)
@@ -47,6 +50,29 @@ enum FeedStore {
         return try rows.map { result throws(PostgresError) in
             let (stamp, state) = try row.decode(result)
             return (stamp, state)
+        }
+    }
+
+    /// The locations of the user's pending cascades (`PendingCascades`) as the tombstones settling
+    /// them will write, each at its category's stamp: after position (`seq`, `rank`, `afterID`) in
+    /// the order of `delta`, with their stamps.
+    static func pendingTombstones(
+        _ connection: PostgresConnection, userID: String, after cursor: SyncCursor, limit: Int
+    ) throws -> [(stamp: Int64, state: RecordState)] {
+        let rows = try connection.query(
+            """
+            SELECT c.change_seq, r.id, r.updated_at FROM users u
+            JOIN categories c ON c.user_id = u.id AND c.id = ANY (u.hiding)
+            JOIN locations r ON r.user_id = u.id AND r.category_id = c.id AND r.deleted_at IS NULL
+            WHERE u.id = \(userID) AND c.change_seq >= \(cursor.seq)
+              AND (c.change_seq > \(cursor.seq) OR \(Int64(cursor.rank)) = 0 OR (\(Int64(cursor.rank)) = 1 AND r.id > \(cursor.afterID)))
+            ORDER BY c.change_seq, r.id
+            LIMIT \(Int64(limit))
+            """)
+        return try rows.map { row throws(PostgresError) in
+            var column = ColumnReader(row)
+            let stamp: Int64 = try column.next()
+            return (stamp, .tombstone(.location, id: try column.next(), deletedAt: try column.next()))
         }
     }
 

@@ -41,7 +41,8 @@ extension SyncService {
                 ?? SyncCursor(phase: .snapshotCategories, seq: highWater, rank: 0, afterID: SyncCursor.minID, issuedAt: serverNow)
             var changes: [RecordState] = []
             let hasMore = try fill(
-                &changes, cursor: &cursor, limit: limit, highWater: highWater, connection: connection, userID: caller.userID)
+                &changes, cursor: &cursor, limit: limit, highWater: highWater, cascadesPending: head.cascadesPending,
+                connection: connection, userID: caller.userID)
             // A cursor that has caught up stands after every stamp handed out so far (all of them
             // are committed and were read: stamps are issued under the user's lock, in commit
             // order) and is as fresh as this snapshot; one in the middle of a backlog keeps the time
@@ -55,8 +56,10 @@ extension SyncService {
     /// Appends up to `limit` changes from `cursor` on, advancing it; returns whether more remain.
     /// Each phase is read with one row more than it may deliver, so "more remain" is exact.
     /// `highWater` is the user's `change_seq` in this snapshot: no visible row has a later stamp.
+    /// While cascades are pending (`PendingCascades`), their locations are read as the tombstones
+    /// that settling them will write.
     private func fill(
-        _ changes: inout [RecordState], cursor: inout SyncCursor, limit: Int, highWater: Int64,
+        _ changes: inout [RecordState], cursor: inout SyncCursor, limit: Int, highWater: Int64, cascadesPending: Bool,
         connection: PostgresConnection, userID: String
     ) throws -> Bool {
         while true {
@@ -83,7 +86,10 @@ extension SyncService {
                 if cursor.seq > highWater || (cursor.seq == highWater && cursor.rank == 2) { return false }
                 let categories = try FeedStore.delta(connection, .category, userID: userID, after: cursor, limit: quota + 1)
                 let locations = try FeedStore.delta(connection, .location, userID: userID, after: cursor, limit: quota + 1)
-                let merged = (categories + locations).sorted { a, b in
+                let pending =
+                    cascadesPending
+                    ? try FeedStore.pendingTombstones(connection, userID: userID, after: cursor, limit: quota + 1) : []
+                let merged = (categories + locations + pending).sorted { a, b in
                     if a.stamp != b.stamp { return a.stamp < b.stamp }
                     if a.state.kind != b.state.kind { return a.state.kind < b.state.kind }
                     return a.state.id.precedes(b.state.id)

@@ -18,7 +18,8 @@ public struct APIFront: Sendable {
     /// - Parameters:
     ///   - maxBodyBytes: the HTTP server's body limit, told to clients by `GET /v1/sync/limits`.
     ///   - liveChanges: wakes waiting pulls; nil when long-poll is off.
-    ///   - cleanupQueued: called after a request queued clean-up jobs (wakes the worker).
+    ///   - cleanupQueued: called after a request queued clean-up jobs, which every category delete
+    ///     and account deletion does (wakes the clean-up worker, and the cascade worker a cascade needs).
     ///   - databaseReady: whether the database answers, for `/health/ready` (cached there).
     ///   - gauges: what `/metrics` reports besides the request counters, read at each scrape.
     ///   - openAPIDocument: the contract `/openapi.yaml` serves; nil when it was not found.

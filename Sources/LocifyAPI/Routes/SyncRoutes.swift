@@ -9,7 +9,7 @@ struct SyncRoutes: Sendable {
     /// Pulls with `wait`; nil when long-poll is off (`LOCIFY_MAX_WAIT_SECONDS=0`): `wait` is then
     /// accepted and ignored.
     let longPoll: LongPoll?
-    /// Wakes the clean-up worker after a category delete queued Storage clean-up.
+    /// Wakes the background workers after a category delete queued Storage clean-up (and perhaps a cascade).
     let cleanupQueued: @Sendable () -> Void
 
     /// Most changes one pull returns.

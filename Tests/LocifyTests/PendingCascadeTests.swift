@@ -1,0 +1,222 @@
+import Foundation
+import Locify
+import LocifyJobs
+import LocifyRules
+import Postgres
+import Testing
+import TestSupport
+import TestSupportDatabase
+
+/// Issue 23, item 3: a cascade answers before its locations are turned into tombstones
+/// (`PendingCascades`, migrations/0008). Until they are, every read must already show them
+/// deleted, and settling them (by a write or by the worker) must change nothing anyone can read.
+@Suite("Pending cascades: answered at once, read as done, settled later")
+struct PendingCascadeTests {
+    /// A user with a category `doomed` of 30 locations and a category `kept` of 5.
+    struct Fixture {
+        let db: LocifyTestDatabase
+        let caller = TestConstants.newCaller()
+        let doomed = UUID()
+        let kept = UUID()
+        var doomedLocations: [UUID] = []
+
+        init() throws {
+            db = try LocifyTestDatabase.create()
+            _ = try db.services.categories.create(caller, CategoryDraft(id: doomed, name: "Doomed"))
+            _ = try db.services.categories.create(caller, CategoryDraft(id: kept, name: "Kept"))
+            for index in 0..<30 { doomedLocations.append(try add("Doomed place \(index)", in: doomed)) }
+            for index in 0..<5 { _ = try add("Kept place \(index)", in: kept) }
+        }
+
+        func add(_ name: String, in category: UUID) throws -> UUID {
+            let id = UUID()
+            _ = try db.services.locations.create(
+                caller, LocationDraft(id: id, categoryID: category, name: name, latitude: 1, longitude: 2))
+            return id
+        }
+
+        func cascade() throws {
+            _ = try db.services.categories.delete(caller, id: doomed, updatedAt: nil, reassignTo: nil)
+        }
+
+        /// The user's pending cascades, as stored.
+        func pending() throws -> [String] {
+            try db.pool.withConnection { connection in
+                try connection.query("SELECT hiding::text[] FROM users WHERE id = \(caller.userID)").first?.decode(0, as: [String].self)
+            } ?? []
+        }
+
+        /// Rows of `doomed` still stored live.
+        func liveRowsInDoomed() throws -> Int64 {
+            try db.pool.withConnection { connection in
+                try connection.query(
+                    "SELECT count(*) FROM locations WHERE user_id = \(caller.userID) AND category_id = \(doomed) AND deleted_at IS NULL"
+                ).first?.decode(0) ?? -1
+            }
+        }
+
+        /// What every listing shows: ids and total, for each filter that could reveal `doomed`.
+        func listings() throws -> [[String]] {
+            let queries = [
+                LocationQuery(page: PageRequest(size: 100)),
+                LocationQuery(page: PageRequest(size: 100), sort: .name),
+                LocationQuery(page: PageRequest(size: 100), sort: .updatedAt),
+                LocationQuery(page: PageRequest(size: 100), isFavorite: false),
+                LocationQuery(page: PageRequest(size: 100), categoryID: doomed),
+                LocationQuery(page: PageRequest(size: 100), search: "place"),
+                LocationQuery(page: PageRequest(size: 100), search: "doomed"),
+            ]
+            return try queries.map { query in
+                let page = try db.services.locations.list(caller, query)
+                return ["total \(page.totalCount)"] + page.records.map(\.name)
+            }
+        }
+
+        /// The feed from `cursor` on, page by page (`limit` changes each).
+        func pages(from cursor: SyncCursor?, limit: Int) throws -> [(changes: [RecordState], cursor: SyncCursor)] {
+            var pages: [(changes: [RecordState], cursor: SyncCursor)] = []
+            var cursor = cursor
+            while true {
+                let page = try db.services.sync.pull(caller, since: cursor, limit: limit)
+                pages.append((page.changes, page.cursor))
+                cursor = page.cursor
+                if !page.hasMore { return pages }
+            }
+        }
+
+        func caughtUpCursor() throws -> SyncCursor {
+            try pages(from: nil, limit: 1000).last!.cursor
+        }
+    }
+
+    @Test("a cascade answers with its locations untouched; listings, reads by id, searches and the feed already show them deleted")
+    func readsBeforeSettling() throws {
+        let fixture = try Fixture()
+        defer { fixture.db.drop() }
+        let before = try fixture.caughtUpCursor()
+        let keptListings = try fixture.listings()
+        try fixture.cascade()
+        #expect(try fixture.liveRowsInDoomed() == 30, "the delete hid nothing itself")
+        #expect(try fixture.pending() == [fixture.doomed.uuidString.lowercased()])
+
+        let listings = try fixture.listings()
+        let kept = Set((0..<5).map { "Kept place \($0)" })
+        for (index, listing) in listings.enumerated() where index != 4 && index != 6 {
+            #expect(listing.first == "total 5" && Set(listing.dropFirst()) == kept, "listing \(index)")
+        }
+        #expect(listings[4] == ["total 0"], "the deleted category lists nothing")
+        #expect(listings[6] == ["total 0"], "a search finds and counts none of its places")
+        #expect(keptListings[0].first == "total 35")
+        for id in fixture.doomedLocations {
+            #expect(throws: LocifyError.notFound(.location)) { try fixture.db.services.locations.get(fixture.caller, id: id) }
+        }
+
+        // The feed: the category's tombstone, then each location's, at its stamp, across pages.
+        let pages = try fixture.pages(from: before, limit: 7)
+        let changes = pages.flatMap(\.changes)
+        let doomedSorted = fixture.doomedLocations.sorted { $0.precedesBytewise($1) }
+        #expect(changes.map(\.id) == [fixture.doomed] + doomedSorted)
+        #expect(changes.allSatisfy { if case .tombstone = $0 { true } else { false } })
+        // A snapshot taken now has none of them.
+        let snapshot = try fixture.pages(from: nil, limit: 1000).flatMap(\.changes).map(\.id)
+        #expect(Set(snapshot).isDisjoint(with: fixture.doomedLocations + [fixture.doomed]))
+        let liveCategories = try fixture.db.services.categories.list(fixture.caller, PageRequest(size: 100)).totalCount
+        #expect(Int64(snapshot.count) == liveCategories + 5)
+
+        // Settling changes nothing a reader sees, and a cursor taken mid-way goes on where it was.
+        let worker = CascadeWorker(pool: fixture.db.pool, logger: TestDatabase.logger)
+        #expect(worker.settleNow() == 1)
+        #expect(worker.settleNow() == 0)
+        #expect(try fixture.liveRowsInDoomed() == 0)
+        #expect(try fixture.pending().isEmpty)
+        #expect(try fixture.listings() == listings)
+        let settledPages = try fixture.pages(from: before, limit: 7)
+        #expect(settledPages.map(\.changes) == pages.map(\.changes))
+        #expect(try fixture.pages(from: pages[1].cursor, limit: 7).flatMap(\.changes) == Array(changes.dropFirst(14)))
+        #expect(try fixture.pages(from: nil, limit: 1000).flatMap(\.changes).map(\.id) == snapshot)
+        // Each hidden row carries the stamp of the category's tombstone, as the delete would have.
+        let stamps = try fixture.db.pool.withConnection { connection in
+            try connection.query(
+                """
+                SELECT count(DISTINCT l.change_seq) FROM locations l JOIN categories c ON c.user_id = l.user_id AND c.id = l.category_id
+                WHERE l.user_id = \(fixture.caller.userID) AND c.id = \(fixture.doomed) AND l.change_seq = c.change_seq AND l.hidden
+                """
+            ).first?.decode(0, as: Int64.self)
+        }
+        #expect(stamps == 1)
+    }
+
+    @Test("the user's next write settles the pending cascades before it runs")
+    func writeSettles() throws {
+        let fixture = try Fixture()
+        defer { fixture.db.drop() }
+        try fixture.cascade()
+        let listings = try fixture.listings()
+        _ = try fixture.db.services.categories.replace(fixture.caller, CategoryDraft(id: fixture.kept, name: "Kept"))
+        #expect(try fixture.pending().isEmpty)
+        #expect(try fixture.liveRowsInDoomed() == 0)
+        #expect(try fixture.listings() == listings)
+    }
+
+    @Test("a category brought back while its cascade is pending brings its locations back")
+    func comeBackWhilePending() throws {
+        let fixture = try Fixture()
+        defer { fixture.db.drop() }
+        try fixture.cascade()
+        _ = try fixture.db.services.categories.replace(fixture.caller, CategoryDraft(id: fixture.doomed, name: "Back"))
+        #expect(try fixture.pending().isEmpty)
+        #expect(try fixture.liveRowsInDoomed() == 30)
+        #expect(try fixture.listings()[4].first == "total 30")
+    }
+
+    @Test("the cascade worker settles a pending cascade once woken")
+    func workerSettles() async throws {
+        let fixture = try Fixture()
+        defer { fixture.db.drop() }
+        let worker = CascadeWorker(pool: fixture.db.pool, interval: .seconds(3600), logger: TestDatabase.logger)
+        worker.start()
+        defer { worker.stop() }
+        try fixture.cascade()
+        worker.wake()
+        var waited = 0
+        while try !fixture.pending().isEmpty && waited < 600 {
+            try await Task.sleep(for: .milliseconds(50))
+            waited += 1
+        }
+        #expect(try fixture.pending().isEmpty)
+        #expect(try fixture.liveRowsInDoomed() == 0)
+    }
+
+    @Test("an account deleted with a cascade pending goes whole; the purge keeps a pending cascade's category")
+    func accountDeletionAndPurge() throws {
+        let fixture = try Fixture()
+        defer { fixture.db.drop() }
+        try fixture.cascade()
+        let purger = TombstonePurger(pool: fixture.db.pool, retentionSeconds: 0, interval: .seconds(3600), logger: TestDatabase.logger)
+        purger.purgeNow()
+        let doomedRows = {
+            try fixture.db.pool.withConnection { connection in
+                try connection.query(
+                    """
+                    SELECT (SELECT count(*) FROM categories WHERE user_id = \(fixture.caller.userID) AND id = \(fixture.doomed))
+                         + (SELECT count(*) FROM locations WHERE user_id = \(fixture.caller.userID) AND category_id = \(fixture.doomed))
+                    """
+                ).first?.decode(0, as: Int64.self)
+            }
+        }
+        #expect(try doomedRows() == 31, "the category's tombstone stays while its locations wait to be hidden")
+        try fixture.db.services.users.delete(fixture.caller)
+        #expect(try doomedRows() == 0)
+        let left = try fixture.db.pool.withConnection { connection in
+            try connection.query("SELECT count(*) FROM users WHERE id = \(fixture.caller.userID)").first?.decode(0, as: Int64.self)
+        }
+        #expect(left == 0)
+    }
+}
+
+extension UUID {
+    /// PostgreSQL's uuid order (bytewise), the feed's order within a stamp.
+    func precedesBytewise(_ other: UUID) -> Bool {
+        withUnsafeBytes(of: uuid) { a in withUnsafeBytes(of: other.uuid) { b in a.lexicographicallyPrecedes(b) } }
+    }
+}

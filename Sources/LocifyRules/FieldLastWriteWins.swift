@@ -102,8 +102,10 @@ public enum FieldLastWriteWins<Field: RecordField> {
             /// The write set at least one field and the record is live after it (200, the merged
             /// record); a tombstone comes back with each field at its newest value.
             case updated
-            /// Every field the write carries already holds its value at its time: an idempotent
-            /// replay (200, the stored record unchanged).
+            /// The write sets nothing, but a field it carries already holds its value at its time
+            /// and none holds another value at that time: a replay of a write that arrived before
+            /// (200, the stored record unchanged), even where newer writes have since set some of
+            /// its fields. For a whole write: same time, same content.
             case replayed
             /// The record is a tombstone at `clock.deletedAt`: new, or moved to a newer delete's
             /// time (204).
@@ -111,7 +113,7 @@ public enum FieldLastWriteWins<Field: RecordField> {
             /// A delete of a tombstone that is not newer than it (or unstamped): nothing changes (204).
             case alreadyDeleted
             /// 409 E008 with the stored record or tombstone: the write sets nothing because every
-            /// field it carries is newer on the server or as new with another value; or a delete
+            /// field it carries is newer on the server or as new, and it is no replay; or a delete
             /// older than the live record's newest field; or a write not newer than the tombstone
             /// (whose fields are still stored, hidden, when `changesRecord`).
             case conflict
@@ -160,13 +162,16 @@ public enum FieldLastWriteWins<Field: RecordField> {
             return Decision(outcome: outcome, at: at, setting: [], clock: clock, changesRecord: clock != stored)
         }
         var setting: Set<Field> = []
-        var isReplay = true
+        // Fields stamped exactly `at`: holding this write's value (it arrived before: a replay) or
+        // another value (another write of the same millisecond arrived first and stays).
+        var holdsItsValue = false
+        var tiedWithOtherValue = false
         for field in intent.carriedFields {
             if stored[field] < at {
                 setting.insert(field)
                 clock.stamp(field, at: at)
-            } else if stored[field] > at || !sameValue(field) {
-                isReplay = false
+            } else if stored[field] == at {
+                if sameValue(field) { holdsItsValue = true } else { tiedWithOtherValue = true }
             }
         }
         let outcome: Decision.Outcome
@@ -175,7 +180,7 @@ public enum FieldLastWriteWins<Field: RecordField> {
         } else if !setting.isEmpty {
             outcome = .updated
         } else {
-            outcome = isReplay ? .replayed : .conflict
+            outcome = holdsItsValue && !tiedWithOtherValue ? .replayed : .conflict
         }
         return Decision(outcome: outcome, at: at, setting: setting, clock: clock, changesRecord: !setting.isEmpty)
     }

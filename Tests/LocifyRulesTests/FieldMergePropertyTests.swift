@@ -157,20 +157,32 @@ private func apply<Field>(
         sameValue: { record?.values[$0.rawValue] == write.values[$0.rawValue] })
     coverage.outcomes["\(decision.outcome)", default: 0] += 1
     #expect(decision.setting.isSubset(of: write.intent.carriedFields))
-    if !decision.changesRecord {
+    var after = record
+    if decision.changesRecord, let clock = decision.clock {
+        // E008 only when the write sets nothing the record shows (the contract of issue 36).
+        if decision.outcome == .conflict {
+            #expect(clock.isDeleted, "\(write) answered E008 but set \(decision.setting) of a live record")
+            coverage.hiddenSets += 1
+        }
+        if decision.outcome == .updated, record?.clock.isDeleted == true { coverage.comebacks += 1 }
+        var values = record?.values ?? write.values
+        for field in decision.setting { values[field.rawValue] = write.values[field.rawValue] }
+        after = ModelRecord(clock: clock, values: values)
+    } else {
         #expect(decision.setting.isEmpty && decision.clock == record?.clock, "\(write) changed \(String(describing: record))")
-        return record
     }
-    guard let clock = decision.clock else { return record }
-    // E008 only when the write sets nothing the record shows (the contract of issue 36).
-    if decision.outcome == .conflict {
-        #expect(clock.isDeleted, "\(write) answered E008 but set \(decision.setting) of a live record")
-        coverage.hiddenSets += 1
+    if let after { checkAnswer(decision.outcome, of: write, after: after) }
+    return after
+}
+
+/// A write answered 200 or 201 shows at least one of its fields' values at its time in the live
+/// record (one it set, or one an identical earlier arrival set).
+private func checkAnswer<Field>(_ outcome: FieldLastWriteWins<Field>.Decision.Outcome, of write: ModelWrite<Field>, after: ModelRecord<Field>) {
+    guard [.inserted, .updated, .replayed].contains(outcome) else { return }
+    let shown = write.intent.carriedFields.contains {
+        after.clock[$0] == write.stamp && after.values[$0.rawValue] == write.values[$0.rawValue]
     }
-    if decision.outcome == .updated, record?.clock.isDeleted == true { coverage.comebacks += 1 }
-    var values = record?.values ?? write.values
-    for field in decision.setting { values[field.rawValue] = write.values[field.rawValue] }
-    return ModelRecord(clock: clock, values: values)
+    #expect(shown && !after.clock.isDeleted, "\(write) answered \(outcome) but \(after) shows none of it")
 }
 
 /// The record after `order`, computed without the rule: the writes from the first create on are

@@ -16,7 +16,7 @@ struct FieldMergePropertyTests {
     func everyOrder(seed: UInt64) {
         var generator = SeededGenerator(seed: seed)
         var coverage = Coverage()
-        for _ in 0..<60 {
+        for _ in 0..<40 {
             checkEveryOrder(of: randomWrites(LocationField.self, using: &generator), coverage: &coverage)
             checkEveryOrder(of: randomWrites(CategoryField.self, using: &generator), coverage: &coverage)
         }

@@ -159,7 +159,8 @@ let package = Package(
         .executableTarget(
             name: "FuzzRequestDecoding", dependencies: ["LocifyAPI", "Locify", "LocifyRules", "JSON", "Primitives", "FuzzSupport"],
             path: "Fuzz/FuzzRequestDecoding", swiftSettings: strictSettings),
-        .testTarget(name: "LocifyRulesTests", dependencies: ["LocifyRules"], swiftSettings: strictSettings),
+        // TestSupport for its seeded randomness (the property tests of FieldLastWriteWins).
+        .testTarget(name: "LocifyRulesTests", dependencies: ["LocifyRules", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "PrimitivesTests", dependencies: ["LocifyRules", "Primitives"], swiftSettings: strictSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strictSettings),
         .testTarget(

@@ -48,6 +48,14 @@ public enum LastWriteWins {
         case notFound
     }
 
+    /// The time a write is stored under: a requested time in the future is clamped to the server's
+    /// clock; a write without one is stamped max(now, stored + 1 ms) so it never conflicts.
+    public static func stamp(requested: Timestamp?, storedUpdatedAt: Timestamp?, now: Timestamp) -> Timestamp {
+        if let requested { return min(requested, now) }
+        if let storedUpdatedAt { return max(now, storedUpdatedAt.adding(milliseconds: 1)) }
+        return now
+    }
+
     /// Decides one write.
     /// - Parameters:
     ///   - requested: the client's `updated_at`, if it sent one (already truncated to ms).
@@ -57,16 +65,7 @@ public enum LastWriteWins {
     public static func decide(
         _ intent: Intent, stored: Stored?, requested: Timestamp?, sameContent: Bool, now: Timestamp
     ) -> Decision {
-        // A requested time in the future is clamped to the server's clock; a write without one is
-        // stamped max(now, stored + 1 ms) so it never conflicts.
-        let at: Timestamp
-        if let requested {
-            at = min(requested, now)
-        } else if let stored {
-            at = max(now, stored.updatedAt.adding(milliseconds: 1))
-        } else {
-            at = now
-        }
+        let at = stamp(requested: requested, storedUpdatedAt: stored?.updatedAt, now: now)
         guard let stored else {
             return intent == .create ? .insert(at: at) : .notFound
         }

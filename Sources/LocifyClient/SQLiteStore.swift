@@ -150,7 +150,9 @@ public final class SQLiteStore: LocalStore, Sendable {
             return StoreMetadata(
                 cursor: values["cursor"] ?? nil, nextOutboxID: (values["next_outbox_id"] ?? nil).flatMap { Int64($0) } ?? 1,
                 userID: values["user_id"] ?? nil,
-                lastSyncedAt: (values["last_synced_at"] ?? nil).flatMap { Int64($0) }.map { Date(locifyMilliseconds: $0) })
+                lastSyncedAt: (values["last_synced_at"] ?? nil).flatMap { Int64($0) }.map { Date(locifyMilliseconds: $0) },
+                pendingImages: try (values["pending_images"] ?? nil).map { try JSONCoding.decoder.decode([PendingImage].self, from: Data($0.utf8)) }
+                    ?? [])
         }
     }
 
@@ -228,6 +230,7 @@ public final class SQLiteStore: LocalStore, Sendable {
         let encodedRefusals = try changes.upsertedRefusals.map { refusal in
             (refusal, String(decoding: try JSONCoding.encoder.encode(refusal), as: UTF8.self))
         }
+        let encodedImages = try changes.pendingImages.map { String(decoding: try JSONCoding.encoder.encode($0), as: UTF8.self) }
         try database.write { db in
             if let reset = changes.resetRecords {
                 try Self.deleteAll(db, table: "category", except: reset.keptCategoryIDs)
@@ -279,6 +282,7 @@ public final class SQLiteStore: LocalStore, Sendable {
             }
             if let userID = changes.userID { try Self.setMetadata(db, "user_id", userID) }
             if let time = changes.lastSyncedAt { try Self.setMetadata(db, "last_synced_at", String(time.locifyMilliseconds)) }
+            if let encodedImages { try Self.setMetadata(db, "pending_images", encodedImages) }
             try Self.writeRefusals(db, encodedRefusals, removed: changes.removedRefusalIDs)
         }
         checkpointer.wrote(rows: changes.rowCount)

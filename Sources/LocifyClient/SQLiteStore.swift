@@ -288,11 +288,36 @@ public final class SQLiteStore: LocalStore, Sendable {
         checkpointer.wrote(rows: changes.rowCount)
     }
 
-    /// Removes everything.
+    /// Removes everything, leaving none of it readable in the files: the rows are deleted with
+    /// `secure_delete` (their bytes overwritten with zeros), `VACUUM` rebuilds the file without
+    /// its free pages, and a TRUNCATE checkpoint copies the WAL into the file and empties it (the
+    /// WAL still held the rows' earlier versions).
     public func erase() throws {
-        try database.write { db in
-            try db.execute(
-                sql: "DELETE FROM category; DELETE FROM location; DELETE FROM outbox; DELETE FROM refused_change; DELETE FROM metadata;")
+        try database.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+            defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
+            try db.inTransaction {
+                try db.execute(
+                    sql: "DELETE FROM category; DELETE FROM location; DELETE FROM outbox; DELETE FROM refused_change; DELETE FROM metadata;")
+                return .commit
+            }
+            try db.execute(sql: "VACUUM")
+            try Self.emptyWAL(db)
+        }
+    }
+
+    /// Copies the WAL into the database file and truncates it to nothing, waiting (up to about
+    /// 2 s) for readers and the checkpointer that hold it.
+    private static func emptyWAL(_ db: Database) throws {
+        var attempt = 0
+        while true {
+            do {
+                try db.checkpoint(.truncate)
+                return
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY && attempt < 200 {
+                attempt += 1
+                Thread.sleep(forTimeInterval: 0.01)
+            }
         }
     }
 

@@ -291,7 +291,7 @@ extension SyncEngine {
                     attempted.insert(image)
                     guard placeHolds(image) else {
                         // Its place was deleted (with its category) or no longer holds it.
-                        try? drop(image, removingFile: true)
+                        try? drop(image)
                         continue
                     }
                     let file = settings.file(for: image.url)
@@ -319,7 +319,7 @@ extension SyncEngine {
             imageWork.uploaded += 1
             do {
                 guard placeHolds(image), let current = try reading({ try $0.location(id: image.locationID) }) else {
-                    try drop(image, removingFile: true)
+                    try drop(image)
                     return
                 }
                 var draft = LocationDraft(current)
@@ -327,7 +327,7 @@ extension SyncEngine {
                 try saveLocation(draft, resolving: nil)
             } catch {
                 // The place can no longer take it (its category is gone): the photo goes with it.
-                try? drop(image, removingFile: true)
+                try? drop(image)
             }
         case .fileMissing:
             do {
@@ -355,12 +355,12 @@ extension SyncEngine {
         (try? reading { try $0.location(id: image.locationID) })??.imageURLs.contains(image.url) == true
     }
 
-    /// Takes `image` out of the queue (its place is gone or no longer holds it).
-    private func drop(_ image: PendingImage, removingFile: Bool) throws {
+    /// Takes `image` out of the queue and removes its file (its place is gone or no longer holds it).
+    private func drop(_ image: PendingImage) throws {
         var transaction = try begin()
         transaction.dequeue(image)
         try commit(&transaction)
-        if removingFile { removeFiles(of: [image.url]) }
+        removeFiles(of: [image.url])
     }
 
     /// One photo's attempts within a round, with backoff between them.

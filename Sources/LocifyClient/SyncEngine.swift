@@ -305,26 +305,37 @@ public actor SyncEngine {
     /// device. (The store is cleared rather than kept encrypted per user: the server holds the
     /// data, and a store left behind would be readable by whoever uses the device next.)
     ///
-    /// Changes not yet pushed would be lost: unless `discardingUnsyncedChanges`, it first tries
-    /// one sync and, if changes remain (offline, a failure), throws
-    /// ``LocifyError/unsyncedChanges(_:)`` and erases nothing; the app then asks the user whether
-    /// to sign out anyway, and calls again with `discardingUnsyncedChanges: true`.
+    /// Changes not yet pushed and photos not yet uploaded would be lost: unless
+    /// `discardingUnsyncedChanges`, it first tries one sync (and a round of uploads) and, if some
+    /// remain (offline, a failure), throws ``LocifyError/unsyncedChanges(_:)`` and erases nothing;
+    /// the app then asks the user whether to sign out anyway, and calls again with
+    /// `discardingUnsyncedChanges: true`.
     public func signOut(discardingUnsyncedChanges: Bool = false) async throws {
         await stop()
         live.work?.cancel()
-        if !discardingUnsyncedChanges, try !loaded().outbox.isEmpty {
+        if !discardingUnsyncedChanges, try unsyncedCount() > 0 {
             _ = try? await sync()
-            let left = try loaded().outbox.count
+            if try !loaded().metadata.pendingImages.isEmpty {
+                // Photos not yet uploaded are unsynced too: their round, then their URLs' push.
+                await uploadPendingImages()
+                _ = try? await sync()
+            }
+            let left = try unsyncedCount()
             if left > 0 { throw LocifyError.unsyncedChanges(left) }
         }
         try await reset()
+    }
+
+    /// Pending changes and photos not yet uploaded: what a sign-out would lose.
+    private func unsyncedCount() throws -> Int {
+        let state = try loaded()
+        return state.outbox.count + state.metadata.pendingImages.count
     }
 
     /// Erases the local copy, its outbox (pending changes are lost), its refused changes and its
     /// user, after a store failure (``signOut(discardingUnsyncedChanges:)`` also stops syncing
     /// first); the next ``sync()`` starts again from a snapshot.
     public func reset() async throws {
-        stopImageUploads()
         await acquireSyncTurn()
         defer { releaseSyncTurn() }
         stopImageUploads()

@@ -102,4 +102,30 @@ struct AccountTests {
             #expect(bytes.range(of: Data(secret.utf8)) == nil, "\(file.url.lastPathComponent)\(suffix) still holds a signed-out user's place")
         }
     }
+
+    @Test("sign-out counts a photo not yet uploaded as unsynced: it uploads it first, or erases nothing")
+    func signOutWithPendingPhoto() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let photos = try PhotoFolder()
+        defer { photos.remove() }
+        let uploader = FakeUploader([.fail, .fail, .fail, .fail])
+        let engine = SyncEngine(api: harness.api(), store: InMemoryStore())
+        await engine.setImageUploader(uploader, settings: ImageUploadTests.settings(folder: photos.folder))
+        let category = try await engine.saveCategory(name: "Trips")
+        let photo = try photos.photo("kept.jpg")
+        let place = try await engine.saveLocation(
+            LocationDraft(categoryID: category.id, name: "Beach", latitude: 1, longitude: 2, imageURLs: [photo.absoluteString]))
+        try await engine.sync()
+        await engine.uploadPendingImages()
+        #expect(try await engine.pendingChanges().isEmpty)
+        #expect(try await engine.pendingImageUploads() == 1)
+
+        await #expect(throws: LocifyError.unsyncedChanges(1)) { try await engine.signOut() }
+        #expect(FileManager.default.fileExists(atPath: photo.path), "nothing erased")
+        try await engine.signOut()  // the uploads succeed now
+        #expect(try await harness.api().location(id: place.id).imageURLs == [FakeUploader.remoteURL(photo).absoluteString])
+        #expect(try await engine.pendingImageUploads() == 0)
+    }
 }

@@ -26,10 +26,15 @@ public protocol ImageUploader: Sendable {
 
 /// How a ``SyncEngine`` uploads the photos of places edited offline (``SyncEngine/setImageUploader(_:settings:)``).
 public struct ImageUploadSettings: Sendable {
+    /// Where the app saves photos taken offline (default: `Locify Photos` in Application Support).
+    /// A place keeps such a photo as `file:` and its path relative to this folder, resolved at
+    /// upload time, because iOS moves the app's container on every update and restore. A
+    /// `file://` URL outside this folder is refused (E001).
+    public var photoDirectory: URL = ImageUploadSettings.defaultPhotoDirectory
     /// Uploads running at once (default 2).
     public var maxConcurrentUploads = 2
-    /// Attempts per photo within one sync (default 3); a photo still not uploaded waits for the
-    /// next sync, its place's change queued meanwhile.
+    /// Attempts per photo within one round of uploads (default 3); a photo still not uploaded
+    /// waits for the next round (the next ``SyncEngine/sync()``).
     public var attemptsPerSync = 3
     /// The ceiling of the pause after a first failure (default 1 s); it doubles with each further
     /// failure of the same photo, up to ``maximumBackoff``, and the pause is drawn below it.
@@ -46,19 +51,65 @@ public struct ImageUploadSettings: Sendable {
 
     /// The default settings.
     public init() {}
+
+    /// `Locify Photos` in the app's Application Support folder.
+    public static var defaultPhotoDirectory: URL {
+        let support = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
+        return (support ?? FileManager.default.temporaryDirectory).appendingPathComponent("Locify Photos", isDirectory: true)
+    }
+
+    /// The file on this device that photo `imageURL` of a place names (to show it before it is
+    /// uploaded), or nil for an https URL. `file:<relative path>` is found in ``photoDirectory``;
+    /// a `file://` URL of an older version whose container has moved since is found by its path
+    /// after the photo folder's name.
+    public func file(for imageURL: String) -> URL? {
+        guard LocalImage.isLocal(imageURL) else { return nil }
+        if let relative = LocalImage.relativePath(imageURL) { return photoDirectory.appendingPathComponent(relative) }
+        guard let file = LocalImage.fileURL(imageURL) else { return nil }
+        if FileManager.default.fileExists(atPath: file.path) { return file }
+        let components = file.standardizedFileURL.pathComponents
+        guard let folder = components.lastIndex(of: photoDirectory.lastPathComponent), folder + 1 < components.count else { return file }
+        let moved = photoDirectory.appendingPathComponent(components[(folder + 1)...].joined(separator: "/"))
+        return FileManager.default.fileExists(atPath: moved.path) ? moved : file
+    }
+
+    /// How a place keeps photo `imageURL` of a draft: an https URL as is, a file in
+    /// ``photoDirectory`` as `file:<relative path>`; nil (refused) for any other file URL.
+    func reference(for imageURL: String) -> String? {
+        guard LocalImage.isLocal(imageURL) else { return imageURL }
+        if LocalImage.relativePath(imageURL) != nil { return imageURL }
+        guard let file = self.file(for: imageURL) else { return nil }
+        let folder = photoDirectory.standardizedFileURL.path + "/"
+        let path = file.standardizedFileURL.path
+        guard path.hasPrefix(folder), path.count > folder.count,
+            let relative = String(path.dropFirst(folder.count)).addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)
+        else { return nil }
+        return "file:" + relative
+    }
 }
 
-/// The photo URLs of a place that are still files on the device (`file://`), not yet uploaded.
+/// The photo URLs of a place that are still files on the device (`file:`), not yet uploaded.
 enum LocalImage {
     /// Whether `url` names a file on this device.
     static func isLocal(_ url: String) -> Bool {
         url.utf8.count >= 5 && url.prefix(5).lowercased() == "file:"
     }
 
-    /// The file `url` names, when it is a well-formed `file://` URL with a path.
+    /// The file `url` names, when it is a well-formed absolute `file://` URL with a path.
     static func fileURL(_ url: String) -> URL? {
         guard isLocal(url), let parsed = URL(string: url), parsed.isFileURL, !parsed.path.isEmpty else { return nil }
         return parsed
+    }
+
+    /// The path in the photo folder of a `file:<relative path>` reference (nil for an absolute
+    /// URL, or a path that would leave the folder).
+    static func relativePath(_ url: String) -> String? {
+        guard isLocal(url) else { return nil }
+        let rest = url.dropFirst(5)
+        guard !rest.hasPrefix("/"), let path = String(rest).removingPercentEncoding, !path.isEmpty,
+            !path.split(separator: "/").contains("..")
+        else { return nil }
+        return path
     }
 
     /// `urls` with each local file replaced by a stand-in https URL (the same file, the same
@@ -74,29 +125,24 @@ enum LocalImage {
     }
 }
 
-/// One photo to upload: the place and the file URL as the change holds it.
-struct PendingImage: Hashable, Sendable {
-    let locationID: UUID
-    let url: String
-}
+/// A photo taken offline that waits for its upload: its place, and the photo as the place holds
+/// it (`file:<path in the photo folder>`, or an absolute `file://` URL kept by an older version).
+/// The queue of them is kept in the store (``StoreMetadata/pendingImages``).
+public struct PendingImage: Codable, Hashable, Sendable {
+    /// The place the photo belongs to.
+    public var locationID: UUID
+    /// The photo's `file:` URL as the place holds it.
+    public var url: String
 
-extension OutboxState {
-    /// Every photo still to upload, once each, in the order the changes were made.
-    var pendingImages: [PendingImage] {
-        var seen = Set<PendingImage>()
-        var pending: [PendingImage] = []
-        for entry in idsHoldingLocalImages.sorted().compactMap({ entries[$0] }) {
-            for url in entry.change.localImageURLs {
-                let image = PendingImage(locationID: entry.change.recordID, url: url)
-                if seen.insert(image).inserted { pending.append(image) }
-            }
-        }
-        return pending
+    /// Photo `url` of place `locationID`.
+    public init(locationID: UUID, url: String) {
+        self.locationID = locationID
+        self.url = url
     }
 }
 
 extension PushChange {
-    /// The `file://` URLs of a location write.
+    /// The `file:` URLs of a location write.
     var localImageURLs: [String] {
         switch self {
         case .createLocation(let write), .updateLocation(let write): write.imageURLs.filter(LocalImage.isLocal)
@@ -104,14 +150,15 @@ extension PushChange {
         }
     }
 
-    /// This change with photo `local` replaced by `remote` (or removed, when nil or already there).
-    func replacingImage(_ local: String, with remote: String?) -> PushChange {
+    /// This change without its `file:` URLs: the server is sent a place without the photos
+    /// still to upload (they follow in an edit of their own once uploaded).
+    var withoutLocalImages: PushChange {
         switch self {
         case .createLocation(var write):
-            write.imageURLs = write.imageURLs.replacing(local, with: remote)
+            write.imageURLs.removeAll(where: LocalImage.isLocal)
             return .createLocation(write)
         case .updateLocation(var write):
-            write.imageURLs = write.imageURLs.replacing(local, with: remote)
+            write.imageURLs.removeAll(where: LocalImage.isLocal)
             return .updateLocation(write)
         default:
             return self
@@ -129,17 +176,47 @@ extension [String] {
 }
 
 extension StoreTransaction {
-    /// Puts `remote` (the uploaded photo's URL; nil: the photo is gone) in place of `local` in
-    /// place `id`'s pending changes and in its local copy.
-    mutating func replaceImage(ofLocation id: UUID, _ local: String, with remote: String?) throws {
-        for var entry in outbox.entries(of: RecordKey(kind: .location, id: id)) where entry.change.localImageURLs.contains(local) {
-            entry.change = entry.change.replacingImage(local, with: remote)
-            putOutbox(entry)
+    /// `change` as queued: a place's photos still to upload join the upload queue, and the
+    /// change goes without them; photos of the place the change no longer holds (an edit that
+    /// dropped them, a delete) leave the queue.
+    mutating func queuingLocalImages(of change: PushChange) -> PushChange {
+        guard change.kind == .location else { return change }
+        let id = change.recordID
+        let kept: Set<String>
+        switch change {
+        case .createLocation(let write), .updateLocation(let write): kept = Set(write.imageURLs)
+        default: kept = []
         }
-        if var location = try location(id), location.imageURLs.contains(local) {
-            location.imageURLs = location.imageURLs.replacing(local, with: remote)
-            upsert(location)
+        var queue = metadata.pendingImages.filter { $0.locationID != id || kept.contains($0.url) }
+        for url in change.localImageURLs where !queue.contains(PendingImage(locationID: id, url: url)) {
+            queue.append(PendingImage(locationID: id, url: url))
         }
+        if queue != metadata.pendingImages { setPendingImages(queue) }
+        return change.withoutLocalImages
+    }
+
+    /// `location` (the server's copy) with the photos of it still waiting for their upload, so
+    /// that the device keeps showing them until their URLs follow: each where the local copy has
+    /// it (after the photo it follows there), else last.
+    func keepingPendingImages(_ location: Location) throws -> Location {
+        let pending = metadata.pendingImages.filter { $0.locationID == location.id && !location.imageURLs.contains($0.url) }
+        guard !pending.isEmpty else { return location }
+        let local = try self.location(location.id)?.imageURLs ?? []
+        var kept = location
+        for image in pending {
+            guard let index = local.firstIndex(of: image.url) else {
+                kept.imageURLs.append(image.url)
+                continue
+            }
+            let previous = local[..<index].last(where: kept.imageURLs.contains).flatMap { kept.imageURLs.firstIndex(of: $0) }
+            kept.imageURLs.insert(image.url, at: previous.map { $0 + 1 } ?? 0)
+        }
+        return kept
+    }
+
+    /// Takes photo `image` out of the queue.
+    mutating func dequeue(_ image: PendingImage) {
+        setPendingImages(metadata.pendingImages.filter { $0 != image })
     }
 }
 
@@ -149,68 +226,148 @@ enum ImageUploadOutcome: Sendable {
     case uploaded(String)
     /// The file is gone from the device: the photo cannot be uploaded, ever.
     case fileMissing
-    /// Every attempt of this sync failed (the last error); it is tried again at the next sync.
+    /// Every attempt of this round failed (the last error); it is tried again in the next round.
     case failed(LocifyError)
 }
 
+/// The engine's photo uploads: the round running (one at a time) and what rounds did since the
+/// last ``SyncReport``.
+struct ImageUploadWork {
+    var round: (id: UUID, task: Task<Void, Never>)?
+    var uploaded = 0
+    var failed = 0
+
+    /// The counts since the last call, for a sync's report.
+    mutating func takeCounts() -> (uploaded: Int, failed: Int) {
+        defer { (uploaded, failed) = (0, 0) }
+        return (uploaded, failed)
+    }
+}
+
 extension SyncEngine {
-    /// The photos of places edited offline that wait for their upload (each place's change waits
-    /// with them).
+    /// The photos of places edited offline that wait for their upload.
     public func pendingImageUploads() async throws -> Int {
-        try loaded().outbox.pendingImages.count
+        try loaded().metadata.pendingImages.count
     }
 
-    /// Uploads every pending photo (at most ``ImageUploadSettings/maxConcurrentUploads`` at once)
-    /// and puts each download URL in place of its file in the queued change and the local copy,
-    /// one commit per photo; the uploaded file is then removed. A photo whose attempts all fail
-    /// stays queued; a photo whose file is gone is dropped from its place and reported.
-    func uploadLocalImages(report: inout SyncReport) async throws {
-        guard let (uploader, settings) = imageUploads else { return }
-        var queue = try loaded().outbox.pendingImages[...]
-        guard !queue.isEmpty else { return }
-        try await withThrowingTaskGroup(of: (PendingImage, ImageUploadOutcome).self) { group in
-            func startNext() {
-                guard let image = queue.popFirst() else { return }
-                group.addTask { (image, await Self.upload(image, with: uploader, settings)) }
+    /// Uploads the photos waiting for it now, and returns when this round of uploads has ended
+    /// (joining the round ``sync()`` started, if one runs). ``sync()`` starts a round by itself
+    /// and never waits for it; this is for a screen that wants the photos online now, and tests.
+    public func uploadPendingImages() async {
+        startImageUploads()
+        await imageWork.round?.task.value
+    }
+
+    /// Starts a round of uploads in the background, unless one runs or nothing waits: every
+    /// pending photo (at most ``ImageUploadSettings/maxConcurrentUploads`` at once, each with its
+    /// own attempts and deadline), those queued while it runs included. No sync waits for it.
+    func startImageUploads() {
+        guard let (uploader, settings) = imageUploads, imageWork.round == nil,
+            let queue = try? loaded().metadata.pendingImages, !queue.isEmpty
+        else { return }
+        let id = UUID()
+        let task = Task {
+            await self.runImageRound(uploader, settings)
+            self.endImageRound(id)
+        }
+        imageWork.round = (id, task)
+    }
+
+    private func endImageRound(_ id: UUID) {
+        if imageWork.round?.id == id { imageWork.round = nil }
+    }
+
+    /// Cancels the round of uploads running, if any (a sign-out, a reset).
+    func stopImageUploads() {
+        imageWork.round?.task.cancel()
+        imageWork.round = nil
+    }
+
+    private func runImageRound(_ uploader: any ImageUploader, _ settings: ImageUploadSettings) async {
+        var attempted = Set<PendingImage>()
+        await withTaskGroup(of: (PendingImage, ImageUploadOutcome).self) { group in
+            func startNext() -> Bool {
+                while !Task.isCancelled, let image = (try? loaded().metadata.pendingImages)?.first(where: { !attempted.contains($0) }) {
+                    attempted.insert(image)
+                    guard placeHolds(image) else {
+                        // Its place was deleted (with its category) or no longer holds it.
+                        try? drop(image)
+                        continue
+                    }
+                    let file = settings.file(for: image.url)
+                    group.addTask { (image, await Self.upload(image, file: file, with: uploader, settings)) }
+                    return true
+                }
+                return false
             }
-            for _ in 0..<max(settings.maxConcurrentUploads, 1) { startNext() }
-            while let (image, outcome) = try await group.next() {
-                try settle(image, outcome, report: &report)
-                startNext()
+            var running = 0
+            while running < max(settings.maxConcurrentUploads, 1), startNext() { running += 1 }
+            while let (image, outcome) = await group.next() {
+                running -= 1
+                settle(image, outcome)
+                while running < max(settings.maxConcurrentUploads, 1), startNext() { running += 1 }
             }
         }
-        if Task.isCancelled { throw LocifyError.cancelled }
     }
 
-    /// Takes in one photo's outcome.
-    private func settle(_ image: PendingImage, _ outcome: ImageUploadOutcome, report: inout SyncReport) throws {
+    /// Takes in one photo's outcome. An uploaded photo's URL replaces its file in the place as
+    /// it is now (an edit of its own, pushed like any other), and the file is removed. A photo
+    /// whose file is gone leaves the place (which the server never had it in) and is reported.
+    private func settle(_ image: PendingImage, _ outcome: ImageUploadOutcome) {
         switch outcome {
         case .uploaded(let remote):
-            var transaction = try begin()
-            try transaction.replaceImage(ofLocation: image.locationID, image.url, with: remote)
-            try commit(&transaction)
-            report.imagesUploaded += 1
-            if let file = LocalImage.fileURL(image.url) { try? FileManager.default.removeItem(at: file) }
+            imageWork.uploaded += 1
+            do {
+                guard placeHolds(image), let current = try reading({ try $0.location(id: image.locationID) }) else {
+                    try drop(image)
+                    return
+                }
+                var draft = LocationDraft(current)
+                draft.imageURLs = draft.imageURLs.replacing(image.url, with: remote)
+                try saveLocation(draft, resolving: nil)
+            } catch {
+                // The place can no longer take it (its category is gone): the photo goes with it.
+                try? drop(image)
+            }
         case .fileMissing:
-            var transaction = try begin()
-            try transaction.replaceImage(ofLocation: image.locationID, image.url, with: nil)
-            transaction.events.append(.imageMissing(locationID: image.locationID, url: image.url))
-            try commit(&transaction)
+            do {
+                var transaction = try begin()
+                transaction.dequeue(image)
+                if var current = try transaction.location(image.locationID), current.imageURLs.contains(image.url) {
+                    current.imageURLs.removeAll { $0 == image.url }
+                    transaction.upsert(current)
+                }
+                transaction.events.append(.imageMissing(locationID: image.locationID, url: image.url))
+                try commit(&transaction)
+            } catch {
+                emit(.imageUploadFailed(locationID: image.locationID, url: image.url, Self.locifyError(error)))
+            }
         case .failed(.cancelled):
             return
         case .failed(let error):
-            report.imageUploadsFailed += 1
+            imageWork.failed += 1
             emit(.imageUploadFailed(locationID: image.locationID, url: image.url, error))
         }
     }
 
-    /// One photo's attempts within a sync, with backoff between them.
+    /// Whether the local copy of `image`'s place still holds it.
+    private func placeHolds(_ image: PendingImage) -> Bool {
+        (try? reading { try $0.location(id: image.locationID) })??.imageURLs.contains(image.url) == true
+    }
+
+    /// Takes `image` out of the queue and removes its file (its place is gone or no longer holds it).
+    private func drop(_ image: PendingImage) throws {
+        var transaction = try begin()
+        transaction.dequeue(image)
+        try commit(&transaction)
+        removeFiles(of: [image.url])
+    }
+
+    /// One photo's attempts within a round, with backoff between them.
     private static func upload(
-        _ image: PendingImage, with uploader: any ImageUploader, _ settings: ImageUploadSettings
+        _ image: PendingImage, file: URL?, with uploader: any ImageUploader, _ settings: ImageUploadSettings
     ) async -> ImageUploadOutcome {
-        guard let file = LocalImage.fileURL(image.url), FileManager.default.fileExists(atPath: file.path) else {
-            return .fileMissing
-        }
+        guard let file, FileManager.default.fileExists(atPath: file.path) else { return .fileMissing }
         var backoff = LiveBackoff()
         var lastError = LocifyError.cancelled
         for attempt in 1...max(settings.attemptsPerSync, 1) {
@@ -233,11 +390,65 @@ extension SyncEngine {
         return .failed(lastError)
     }
 
-    /// Removes the photo files a place's edit or delete dropped before they were uploaded.
-    func discardLocalFiles(of old: Location?, keeping kept: [String]) {
-        for url in old?.imageURLs ?? [] where LocalImage.isLocal(url) && !kept.contains(url) {
-            if let file = LocalImage.fileURL(url) { try? FileManager.default.removeItem(at: file) }
+    /// A draft's photo URLs as the place keeps them (``ImageUploadSettings/reference(for:)``); a
+    /// file URL the place already holds stays as it is. Throws E001 for any other file URL, or
+    /// any file URL without an uploader.
+    func imageReferences(_ urls: [String], holding held: [String]) throws -> [String] {
+        try urls.map { url in
+            guard LocalImage.isLocal(url), !held.contains(url) else { return url }
+            guard let settings = imageUploads?.settings else {
+                throw LocifyError(RuleViolation.invalidInput(field: "image_urls", reason: "a file:// URL needs an image uploader (setImageUploader): \(url)"))
+            }
+            guard let reference = settings.reference(for: url) else {
+                let reason = "must be a file in the photo directory \(settings.photoDirectory.path) (ImageUploadSettings.photoDirectory)"
+                throw LocifyError(RuleViolation.invalidInput(field: "image_urls", reason: "\(reason): \(url)"))
+            }
+            return reference
         }
+    }
+
+    /// `draft` with its photo URLs as the place keeps them (``imageReferences(_:holding:)``).
+    func withImageReferences(_ draft: LocationDraft) throws -> LocationDraft {
+        guard draft.imageURLs.contains(where: LocalImage.isLocal) else { return draft }
+        var draft = draft
+        let held = try reading { try $0.location(id: draft.id) }?.imageURLs ?? []
+        draft.imageURLs = try imageReferences(draft.imageURLs, holding: held)
+        return draft
+    }
+
+    /// `draft` (a change the server refused, retried) with its place's photos still to upload,
+    /// which the change went without.
+    func withPendingImages(_ draft: LocationDraft) throws -> LocationDraft {
+        var draft = draft
+        for image in try loaded().metadata.pendingImages where image.locationID == draft.id && !draft.imageURLs.contains(image.url) {
+            draft.imageURLs.append(image.url)
+        }
+        return draft
+    }
+
+    /// Removes the files of local photos `urls` (dropped before their upload, or uploaded).
+    func removeFiles(of urls: [String]) {
+        let settings = imageUploads?.settings ?? ImageUploadSettings()
+        for url in urls where LocalImage.isLocal(url) {
+            if let file = settings.file(for: url) { try? FileManager.default.removeItem(at: file) }
+        }
+    }
+
+    /// Removes the files of the photos a place's edit or delete dropped before they were uploaded.
+    func discardLocalFiles(of old: Location?, keeping kept: [String]) {
+        removeFiles(of: (old?.imageURLs ?? []).filter { !kept.contains($0) })
+    }
+
+    /// Moves the photos an older version kept in queued changes (`file://` URLs, the change held
+    /// until their upload) to the upload queue, so that their places are pushed at once.
+    func queueImagesOfOlderVersion() throws {
+        guard try loaded().outbox.ordered.contains(where: { !$0.change.localImageURLs.isEmpty }) else { return }
+        var transaction = try begin()
+        for var entry in transaction.outbox.ordered where !entry.change.localImageURLs.isEmpty {
+            entry.change = transaction.queuingLocalImages(of: entry.change)
+            transaction.putOutbox(entry)
+        }
+        try commit(&transaction)
     }
 }
 

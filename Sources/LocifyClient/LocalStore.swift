@@ -57,13 +57,18 @@ public struct StoreMetadata: Sendable, Hashable {
     public var userID: String?
     /// When a pull last reached the end of the feed (``SyncStatus/lastSyncedAt``).
     public var lastSyncedAt: Date?
+    /// The photos taken offline that wait for their upload, in the order taken (ImageUploads.swift).
+    public var pendingImages: [PendingImage]
 
     /// Metadata with these values (the default is a new store's).
-    public init(cursor: String? = nil, nextOutboxID: Int64 = 1, userID: String? = nil, lastSyncedAt: Date? = nil) {
+    public init(
+        cursor: String? = nil, nextOutboxID: Int64 = 1, userID: String? = nil, lastSyncedAt: Date? = nil, pendingImages: [PendingImage] = []
+    ) {
         self.cursor = cursor
         self.nextOutboxID = nextOutboxID
         self.userID = userID
         self.lastSyncedAt = lastSyncedAt
+        self.pendingImages = pendingImages
     }
 }
 
@@ -96,6 +101,8 @@ public struct LocalChanges: Sendable, Hashable {
     public var removedRefusalIDs: [Int64] = []
     /// A new ``StoreMetadata/lastSyncedAt``, or nil to keep it.
     public var lastSyncedAt: Date?
+    /// The new queue of photos to upload (``StoreMetadata/pendingImages``), or nil to keep it.
+    public var pendingImages: [PendingImage]?
 
     /// The records a reset keeps (those with pending changes).
     public struct RecordReset: Sendable, Hashable {
@@ -169,6 +176,7 @@ public struct LocalSnapshot: Sendable, Hashable {
         if let next = changes.nextOutboxID { metadata.nextOutboxID = max(metadata.nextOutboxID, next) }
         if let userID = changes.userID { metadata.userID = userID }
         if let time = changes.lastSyncedAt { metadata.lastSyncedAt = time }
+        if let images = changes.pendingImages { metadata.pendingImages = images }
         if !changes.removedRefusalIDs.isEmpty || !changes.upsertedRefusals.isEmpty {
             let removed = Set(changes.removedRefusalIDs).union(changes.upsertedRefusals.map(\.id))
             refused = (refused.filter { !removed.contains($0.id) } + changes.upsertedRefusals).sorted { $0.id < $1.id }

@@ -67,10 +67,6 @@ struct OutboxState: Sendable, Hashable {
     private(set) var byRecord: [RecordKey: [Int64]] = [:]
     /// The ids of pending category deletes, by the category deleted and by their reassign target.
     private(set) var categoryDeletes: [UUID: [Int64]] = [:]
-    /// The ids of the entries held back until their photos are uploaded: location writes with a
-    /// `file://` URL (the server refuses those; ImageUploads.swift). Later changes that depend on
-    /// them wait too. Kept as entries come and go, so no edit scans the outbox for them.
-    private(set) var idsHoldingLocalImages: Set<Int64> = []
     /// The id the next entry gets.
     private(set) var nextID: Int64 = 1
     /// Changes since the last `takeChanges()`: entries written and entries removed.
@@ -109,7 +105,6 @@ struct OutboxState: Sendable, Hashable {
         byRecord[entry.key, default: []].append(entry.id)
         byRecord[entry.key]?.sort()
         if entry.isCategoryDelete { categoryDeletes[entry.change.recordID, default: []].append(entry.id) }
-        if !entry.change.localImageURLs.isEmpty { idsHoldingLocalImages.insert(entry.id) }
         written.insert(entry.id)
         removed.remove(entry.id)
         nextID = max(nextID, entry.id + 1)
@@ -125,7 +120,6 @@ struct OutboxState: Sendable, Hashable {
     private mutating func unindex(_ entry: OutboxEntry) {
         byRecord[entry.key]?.removeAll { $0 == entry.id }
         if byRecord[entry.key]?.isEmpty == true { byRecord[entry.key] = nil }
-        idsHoldingLocalImages.remove(entry.id)
         if entry.isCategoryDelete {
             categoryDeletes[entry.change.recordID]?.removeAll { $0 == entry.id }
             if categoryDeletes[entry.change.recordID]?.isEmpty == true { categoryDeletes[entry.change.recordID] = nil }

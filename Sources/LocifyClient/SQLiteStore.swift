@@ -150,7 +150,9 @@ public final class SQLiteStore: LocalStore, Sendable {
             return StoreMetadata(
                 cursor: values["cursor"] ?? nil, nextOutboxID: (values["next_outbox_id"] ?? nil).flatMap { Int64($0) } ?? 1,
                 userID: values["user_id"] ?? nil,
-                lastSyncedAt: (values["last_synced_at"] ?? nil).flatMap { Int64($0) }.map { Date(locifyMilliseconds: $0) })
+                lastSyncedAt: (values["last_synced_at"] ?? nil).flatMap { Int64($0) }.map { Date(locifyMilliseconds: $0) },
+                pendingImages: try (values["pending_images"] ?? nil).map { try JSONCoding.decoder.decode([PendingImage].self, from: Data($0.utf8)) }
+                    ?? [])
         }
     }
 
@@ -228,6 +230,7 @@ public final class SQLiteStore: LocalStore, Sendable {
         let encodedRefusals = try changes.upsertedRefusals.map { refusal in
             (refusal, String(decoding: try JSONCoding.encoder.encode(refusal), as: UTF8.self))
         }
+        let encodedImages = try changes.pendingImages.map { String(decoding: try JSONCoding.encoder.encode($0), as: UTF8.self) }
         try database.write { db in
             if let reset = changes.resetRecords {
                 try Self.deleteAll(db, table: "category", except: reset.keptCategoryIDs)
@@ -279,16 +282,42 @@ public final class SQLiteStore: LocalStore, Sendable {
             }
             if let userID = changes.userID { try Self.setMetadata(db, "user_id", userID) }
             if let time = changes.lastSyncedAt { try Self.setMetadata(db, "last_synced_at", String(time.locifyMilliseconds)) }
+            if let encodedImages { try Self.setMetadata(db, "pending_images", encodedImages) }
             try Self.writeRefusals(db, encodedRefusals, removed: changes.removedRefusalIDs)
         }
         checkpointer.wrote(rows: changes.rowCount)
     }
 
-    /// Removes everything.
+    /// Removes everything, leaving none of it readable in the files: the rows are deleted with
+    /// `secure_delete` (their bytes overwritten with zeros), `VACUUM` rebuilds the file without
+    /// its free pages, and a TRUNCATE checkpoint copies the WAL into the file and empties it (the
+    /// WAL still held the rows' earlier versions).
     public func erase() throws {
-        try database.write { db in
-            try db.execute(
-                sql: "DELETE FROM category; DELETE FROM location; DELETE FROM outbox; DELETE FROM refused_change; DELETE FROM metadata;")
+        try database.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+            defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
+            try db.inTransaction {
+                try db.execute(
+                    sql: "DELETE FROM category; DELETE FROM location; DELETE FROM outbox; DELETE FROM refused_change; DELETE FROM metadata;")
+                return .commit
+            }
+            try db.execute(sql: "VACUUM")
+            try Self.emptyWAL(db)
+        }
+    }
+
+    /// Copies the WAL into the database file and truncates it to nothing, waiting (up to about
+    /// 2 s) for readers and the checkpointer that hold it.
+    private static func emptyWAL(_ db: Database) throws {
+        var attempt = 0
+        while true {
+            do {
+                try db.checkpoint(.truncate)
+                return
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY && attempt < 200 {
+                attempt += 1
+                Thread.sleep(forTimeInterval: 0.01)
+            }
         }
     }
 

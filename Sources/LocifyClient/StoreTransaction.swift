@@ -18,6 +18,8 @@ struct StoreTransaction {
     private var refusalsWritten: Set<Int64> = []
     private var refusalsRemoved: Set<Int64> = []
     private var syncedAt: Date?
+    /// The upload queue's new contents, when this transaction changed it.
+    private var pendingImages: [PendingImage]?
     /// Events to report once the transaction is committed.
     var events: [SyncEvent] = []
 
@@ -53,6 +55,8 @@ struct StoreTransaction {
         changes.upsertedRefusals = refusalsWritten.sorted().compactMap { refused[$0] }
         changes.removedRefusalIDs = refusalsRemoved.sorted()
         changes.lastSyncedAt = syncedAt
+        changes.pendingImages = pendingImages
+        pendingImages = nil
         refusalsWritten = []
         refusalsRemoved = []
         return changes
@@ -120,8 +124,15 @@ struct StoreTransaction {
         refusalsRemoved.insert(id)
     }
 
+    /// Queues `change`, its photos still to upload in the upload queue (ImageUploads.swift).
     mutating func enqueue(_ change: PushChange, serverMayKnow: Bool, inFlight: Set<Int64>) {
-        outbox.enqueue(change, serverMayKnow: serverMayKnow, inFlight: inFlight)
+        outbox.enqueue(queuingLocalImages(of: change), serverMayKnow: serverMayKnow, inFlight: inFlight)
+    }
+
+    /// Replaces the queue of photos waiting for their upload.
+    mutating func setPendingImages(_ images: [PendingImage]) {
+        metadata.pendingImages = images
+        pendingImages = images
     }
 
     mutating func removeOutbox(_ id: Int64) { outbox.remove(id) }
@@ -160,12 +171,12 @@ struct StoreTransaction {
         case .location(let location):
             if let delete = outbox.pendingDelete(ofCategory: location.categoryID) {
                 if let target = delete.reassignTarget, let at = delete.change.updatedAt {
-                    upsert(location.moved(to: target, at: at))
+                    upsert(try keepingPendingImages(location.moved(to: target, at: at)))
                 } else {
                     removeLocation(location.id)
                 }
             } else {
-                upsert(location)
+                upsert(try keepingPendingImages(location))
             }
         case .tombstone(.location, let tombstone):
             removeLocation(tombstone.id)

@@ -51,6 +51,8 @@ public actor SyncEngine {
     private var pullCommitIntervalSetting = SyncEngine.pullCommitInterval
     /// Who uploads the photos of places edited offline, and how (ImageUploads.swift).
     var imageUploads: (uploader: any ImageUploader, settings: ImageUploadSettings)?
+    /// The round of photo uploads running, and what rounds did since the last report.
+    var imageWork = ImageUploadWork()
 
     /// - Parameters:
     ///   - api: the server.
@@ -72,11 +74,13 @@ public actor SyncEngine {
         maxRetryAfter = max(seconds, 0)
     }
 
-    /// Lets places carry photos taken offline: a `file://` URL in ``LocationDraft/imageURLs`` is
-    /// kept on the device, and each ``sync()`` first uploads such photos through `uploader`,
-    /// puts each download URL in place of its file and removes the file; a place's change waits
-    /// in the outbox (with the changes that depend on it) until all its photos are uploaded, so
-    /// the server never sees a `file://` URL. Without an uploader such URLs are refused (E001).
+    /// Lets places carry photos taken offline: a `file://` URL of a file in the settings'
+    /// ``ImageUploadSettings/photoDirectory`` in ``LocationDraft/imageURLs`` is kept on the
+    /// device (as `file:<relative path>`) and queued for upload. The place is pushed at once
+    /// without it; each ``sync()`` starts a round of uploads through `uploader` in the background
+    /// (never waiting for it), and each uploaded photo's URL replaces its file in the place as it
+    /// then is, an edit of its own pushed like any other. The server never sees a file URL.
+    /// Without an uploader such URLs are refused (E001).
     public func setImageUploader(_ uploader: any ImageUploader, settings: ImageUploadSettings = ImageUploadSettings()) {
         imageUploads = (uploader, settings)
     }
@@ -198,11 +202,7 @@ public actor SyncEngine {
     /// ``saveLocation(_:)``, dropping refused change `resolving` in the same commit.
     @discardableResult
     func saveLocation(_ draft: LocationDraft, resolving: Int64?) throws -> Location {
-        let localImages = draft.imageURLs.filter(LocalImage.isLocal)
-        if let bad = localImages.first(where: { imageUploads == nil || LocalImage.fileURL($0) == nil }) {
-            let reason = imageUploads == nil ? "a file:// URL needs an image uploader (setImageUploader)" : "must be a file:// URL with a path"
-            throw LocifyError(RuleViolation.invalidInput(field: "image_urls", reason: "\(reason): \(bad)"))
-        }
+        let draft = try withImageReferences(draft)
         let fields = try Self.checked { () throws(RuleViolation) in
             try LocationFields(
                 name: draft.name, address: draft.address, description: draft.description, latitude: draft.latitude,
@@ -305,19 +305,31 @@ public actor SyncEngine {
     /// device. (The store is cleared rather than kept encrypted per user: the server holds the
     /// data, and a store left behind would be readable by whoever uses the device next.)
     ///
-    /// Changes not yet pushed would be lost: unless `discardingUnsyncedChanges`, it first tries
-    /// one sync and, if changes remain (offline, a failure), throws
-    /// ``LocifyError/unsyncedChanges(_:)`` and erases nothing; the app then asks the user whether
-    /// to sign out anyway, and calls again with `discardingUnsyncedChanges: true`.
+    /// Changes not yet pushed and photos not yet uploaded would be lost: unless
+    /// `discardingUnsyncedChanges`, it first tries one sync (and a round of uploads) and, if some
+    /// remain (offline, a failure), throws ``LocifyError/unsyncedChanges(_:)`` and erases nothing;
+    /// the app then asks the user whether to sign out anyway, and calls again with
+    /// `discardingUnsyncedChanges: true`.
     public func signOut(discardingUnsyncedChanges: Bool = false) async throws {
         await stop()
         live.work?.cancel()
-        if !discardingUnsyncedChanges, try !loaded().outbox.isEmpty {
+        if !discardingUnsyncedChanges, try unsyncedCount() > 0 {
             _ = try? await sync()
-            let left = try loaded().outbox.count
+            if try !loaded().metadata.pendingImages.isEmpty {
+                // Photos not yet uploaded are unsynced too: their round, then their URLs' push.
+                await uploadPendingImages()
+                _ = try? await sync()
+            }
+            let left = try unsyncedCount()
             if left > 0 { throw LocifyError.unsyncedChanges(left) }
         }
         try await reset()
+    }
+
+    /// Pending changes and photos not yet uploaded: what a sign-out would lose.
+    private func unsyncedCount() throws -> Int {
+        let state = try loaded()
+        return state.outbox.count + state.metadata.pendingImages.count
     }
 
     /// Erases the local copy, its outbox (pending changes are lost), its refused changes and its
@@ -326,11 +338,14 @@ public actor SyncEngine {
     public func reset() async throws {
         await acquireSyncTurn()
         defer { releaseSyncTurn() }
+        stopImageUploads()
+        let photos = (try? loaded().metadata.pendingImages.map(\.url)) ?? []
         do {
             try store.erase()
         } catch {
             throw LocifyError.storeFailed(String(describing: error))
         }
+        removeFiles(of: photos)
         state = nil
         inFlight = []
         erasures &+= 1
@@ -358,9 +373,10 @@ public actor SyncEngine {
             try Self.checkCancellation()
             let user = try await boundUser()
             let limits = try await serverInfo()
-            try await uploadLocalImages(report: &report)
+            startImageUploads()
             try await pushAll(limit: max(limits.maxPushChanges, 1), user: user, report: &report)
             try await pullAll(user: user, report: &report)
+            (report.imagesUploaded, report.imageUploadsFailed) = imageWork.takeCounts()
             emit(.finished(report))
             return report
         } catch {
@@ -397,7 +413,7 @@ public actor SyncEngine {
         while true {
             try Self.checkCancellation()
             let outbox = try loaded().outbox
-            let batch = outbox.nextBatch(limit: batchLimit, excluding: skipped.union(inFlight).union(outbox.idsHoldingLocalImages))
+            let batch = outbox.nextBatch(limit: batchLimit, excluding: skipped.union(inFlight))
             if batch.isEmpty { return }
             // Marked as sent before it is sent: from now on the server may hold it.
             var marking = try begin()
@@ -808,7 +824,8 @@ public actor SyncEngine {
         if let latest = entries.compactMap({ $0.change.updatedAt?.locifyMilliseconds }).max() {
             lastStamp = max(lastStamp, latest)
         }
-        return loaded
+        try queueImagesOfOlderVersion()
+        return state ?? loaded
     }
 
     /// A transaction on the committed state. It takes the outbox over, so that its first change

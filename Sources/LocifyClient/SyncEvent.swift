@@ -24,11 +24,12 @@ public enum SyncEvent: Sendable, Hashable {
     case unrecognized(String)
     /// One page of the change feed was applied.
     case pulled(changes: Int, hasMore: Bool)
-    /// A photo of a place was not uploaded in this sync (every attempt failed); it and the place's
-    /// change wait for the next sync.
+    /// A photo of a place was not uploaded in this round of uploads (every attempt failed); it
+    /// waits for the next round (the place's change went on without it).
     case imageUploadFailed(locationID: UUID, url: String, LocifyError)
     /// A photo taken offline can never be uploaded: its file is gone from the device. It was
-    /// removed from the place, whose change then went on.
+    /// removed from the device's copy of the place; the server's copy, which never had it, keeps
+    /// its photos.
     case imageMissing(locationID: UUID, url: String)
     /// The sync completed.
     case finished(SyncReport)
@@ -54,9 +55,10 @@ public struct SyncReport: Sendable, Hashable {
     public var pulled = 0
     /// Whether the cursor had expired and the copy was rebuilt from a snapshot.
     public var resynced = false
-    /// Photos taken offline that were uploaded (``SyncEngine/setImageUploader(_:settings:)``).
+    /// Photos taken offline uploaded since the previous report (``SyncEngine/setImageUploader(_:settings:)``:
+    /// uploads run beside syncs, never within them).
     public var imagesUploaded = 0
-    /// Photos whose upload failed in this sync; they are tried again at the next.
+    /// Photos whose round of uploads failed since the previous report; they are tried again in the next.
     public var imageUploadsFailed = 0
 
     /// An empty report (every total 0); the engine fills it during a sync.

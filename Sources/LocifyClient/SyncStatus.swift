@@ -164,7 +164,7 @@ extension SyncEngine {
         case .createCategory(let write), .updateCategory(let write):
             try saveCategory(id: write.id, name: write.name, icon: write.icon, resolving: id)
         case .createLocation(let write), .updateLocation(let write):
-            try saveLocation(LocationDraft(write), resolving: id)
+            try saveLocation(withPendingImages(LocationDraft(write)), resolving: id)
         case .deleteLocation(let write):
             if try await location(id: write.id) == nil { return try discardRefusedChange(id: id) }
             try deleteLocation(id: write.id, resolving: id)
@@ -193,7 +193,7 @@ extension SyncEngine {
     func updateStatus(from state: EngineState) {
         updateStatus {
             $0.pendingChanges = state.outbox.count
-            $0.pendingImageUploads = state.outbox.pendingImages.count
+            $0.pendingImageUploads = state.metadata.pendingImages.count
             $0.refusedChanges = state.refused.count
             $0.lastSyncedAt = state.metadata.lastSyncedAt
         }

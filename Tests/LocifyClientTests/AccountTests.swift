@@ -70,4 +70,62 @@ struct AccountTests {
         #expect(try await bob.api().allCategories().allSatisfy { !$0.name.hasPrefix("Alice") })
         #expect(try await engine.pendingChanges().count == 1, "Alice's edit stays queued for Alice")
     }
+
+    @Test("sign-out discarding unsynced changes leaves no photo file, and no erased row readable in the database, its WAL or -shm (issue 34 item 6)")
+    func signOutLeavesNothingOnDisk() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let file = TemporaryStoreFile()
+        defer { file.remove() }
+        let photos = try PhotoFolder()
+        defer { photos.remove() }
+        let engine = SyncEngine(api: harness.api(), store: try file.open())
+        await engine.setImageUploader(FakeUploader(), settings: photos.settings)
+        // Lowercase letters only: the store also keeps a folded copy of names for search.
+        let secret = "zanzibarhideawayq"
+        let category = try await engine.saveCategory(name: "Spots of \(secret)")
+        try await engine.saveLocation(
+            LocationDraft(categoryID: category.id, name: "\(secret) beach", address: "\(secret) road", latitude: 1, longitude: 2))
+        try await engine.sync()
+        let photo = try photos.photo("cove.jpg")
+        try await engine.saveLocation(
+            LocationDraft(
+                categoryID: category.id, name: "\(secret) cove", description: "not pushed yet", latitude: 3, longitude: 4,
+                imageURLs: [photo.absoluteString]))
+
+        try await engine.signOut(discardingUnsyncedChanges: true)
+        #expect(!FileManager.default.fileExists(atPath: photo.path), "the photo not yet uploaded is gone")
+        #expect(try await engine.localSnapshot() == LocalSnapshot())
+        for suffix in ["", "-wal", "-shm"] {
+            let bytes = (try? Data(contentsOf: URL(fileURLWithPath: file.url.path + suffix))) ?? Data()
+            #expect(bytes.range(of: Data(secret.utf8)) == nil, "\(file.url.lastPathComponent)\(suffix) still holds a signed-out user's place")
+        }
+    }
+
+    @Test("sign-out counts a photo not yet uploaded as unsynced: it uploads it first, or erases nothing")
+    func signOutWithPendingPhoto() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let photos = try PhotoFolder()
+        defer { photos.remove() }
+        let uploader = FakeUploader([.fail, .fail, .fail, .fail])
+        let engine = SyncEngine(api: harness.api(), store: InMemoryStore())
+        await engine.setImageUploader(uploader, settings: ImageUploadTests.settings(folder: photos.folder))
+        let category = try await engine.saveCategory(name: "Trips")
+        let photo = try photos.photo("kept.jpg")
+        let place = try await engine.saveLocation(
+            LocationDraft(categoryID: category.id, name: "Beach", latitude: 1, longitude: 2, imageURLs: [photo.absoluteString]))
+        try await engine.sync()
+        await engine.uploadPendingImages()
+        #expect(try await engine.pendingChanges().isEmpty)
+        #expect(try await engine.pendingImageUploads() == 1)
+
+        await #expect(throws: LocifyError.unsyncedChanges(1)) { try await engine.signOut() }
+        #expect(FileManager.default.fileExists(atPath: photo.path), "nothing erased")
+        try await engine.signOut()  // the uploads succeed now
+        #expect(try await harness.api().location(id: place.id).imageURLs == [FakeUploader.remoteURL(photo).absoluteString])
+        #expect(try await engine.pendingImageUploads() == 0)
+    }
 }

@@ -48,6 +48,8 @@ final class FakeUploader: ImageUploader {
 
     var calls: [(file: String, location: UUID)] { state.withLock { $0.calls } }
     var mostRunning: Int { state.withLock { $0.mostRunning } }
+    /// Calls hanging now.
+    var hanging: Int { state.withLock { $0.hung.count } }
 
     /// Lets every hung call answer (late).
     func releaseHung() {
@@ -68,16 +70,27 @@ struct PhotoFolder {
         return url
     }
 
+    /// Upload settings naming this folder as the photo folder.
+    var settings: ImageUploadSettings {
+        var settings = ImageUploadSettings()
+        settings.photoDirectory = folder
+        return settings
+    }
+
     func remove() { try? FileManager.default.removeItem(at: folder) }
 }
 
-/// Issue 26 item 6: photos taken offline wait on the device as `file://` URLs, are uploaded by the
-/// app's uploader before their place's change is pushed, and the server never sees a file URL.
-@Suite("LocifyClient photos taken offline: uploaded before their place is pushed")
+/// Issue 26 item 6, issue 34 items 1 and 2: photos taken offline wait on the device in the app's
+/// photo folder, the place is pushed at once without them, the app's uploader uploads them in a
+/// queue of their own, and each URL follows in an edit of its own; the server never sees a file URL.
+@Suite("LocifyClient photos taken offline: uploaded in their own queue, never holding back a place")
 struct ImageUploadTests {
-    /// Settings that never pause for real between attempts.
-    private static func settings(attempts: Int = 2, timeout: Duration = .seconds(60), concurrent: Int = 2) -> ImageUploadSettings {
+    /// Settings that never pause for real between attempts, with `folder` as the photo folder.
+    static func settings(
+        attempts: Int = 2, timeout: Duration = .seconds(60), concurrent: Int = 2, folder: URL? = nil
+    ) -> ImageUploadSettings {
         var settings = ImageUploadSettings()
+        if let folder { settings.photoDirectory = folder }
         settings.attemptsPerSync = attempts
         settings.timeout = timeout
         settings.maxConcurrentUploads = concurrent
@@ -91,8 +104,19 @@ struct ImageUploadTests {
         let server = try TestServer.start()
         let harness = ClientHarness(server)
         let device = await Device.make(harness, "photos", store: store)
+        let photos = try PhotoFolder()
+        var settings = settings
+        settings.photoDirectory = photos.folder
         await device.engine.setImageUploader(uploader, settings: settings)
-        return (server, harness, device, try PhotoFolder())
+        return (server, harness, device, photos)
+    }
+
+    /// Uploads what waits, then syncs: the photos' URLs reach the server.
+    @discardableResult
+    private static func uploadAndSync(_ device: Device) async throws -> SyncReport {
+        try await device.engine.sync()
+        await device.engine.uploadPendingImages()
+        return try await device.engine.sync()
     }
 
     private static func refusals(_ device: Device) -> [SyncEvent] {
@@ -100,7 +124,7 @@ struct ImageUploadTests {
     }
 
     @Test("a place with photos taken offline reaches the server with their download URLs; the files are removed")
-    func uploadedBeforePush() async throws {
+    func uploadedAndFollowed() async throws {
         let uploader = FakeUploader()
         let (server, harness, device, photos) = try await Self.start(uploader)
         defer { device.done(); server.stop(); photos.remove() }
@@ -111,10 +135,11 @@ struct ImageUploadTests {
             LocationDraft(
                 categoryID: category.id, name: "Beach", latitude: 1, longitude: 2,
                 imageURLs: [first.absoluteString, kept, second.absoluteString]))
-        #expect(place.imageURLs == [first.absoluteString, kept, second.absoluteString], "the app shows the local files meanwhile")
+        #expect(place.imageURLs == ["file:first.jpg", kept, "file:second.jpg"], "kept relative to the photo folder")
+        #expect(place.imageURLs.map { photos.settings.file(for: $0) } == [first, nil, second], "the app shows the local files meanwhile")
         #expect(try await device.engine.pendingImageUploads() == 2)
 
-        let report = try await device.engine.sync()
+        let report = try await Self.uploadAndSync(device)
         let expected = [FakeUploader.remoteURL(first).absoluteString, kept, FakeUploader.remoteURL(second).absoluteString]
         #expect(report.imagesUploaded == 2)
         #expect(try await harness.api().location(id: place.id).imageURLs == expected)
@@ -126,30 +151,33 @@ struct ImageUploadTests {
         try await expectConverged([device], harness.api())
     }
 
-    @Test("while a photo fails to upload, its place and the category delete made after it wait; nothing else does")
-    func failedUploadHoldsDependents() async throws {
+    @Test("while a photo fails to upload, its place and the category delete made after it are pushed; the photo waits alone")
+    func failedUploadHoldsNothing() async throws {
         let uploader = FakeUploader([.fail, .fail])
         let (server, harness, device, photos) = try await Self.start(uploader)
         defer { device.done(); server.stop(); photos.remove() }
         let trips = try await device.engine.saveCategory(name: "Trips")
-        try await device.engine.sync()
         let photo = try photos.photo("held.jpg")
         let held = try await device.engine.saveLocation(
             LocationDraft(categoryID: trips.id, name: "Held", latitude: 1, longitude: 2, imageURLs: [photo.absoluteString]))
         let plain = try await device.engine.saveLocation(LocationDraft(categoryID: trips.id, name: "Plain", latitude: 3, longitude: 4))
-        try await device.engine.deleteCategory(id: trips.id)
 
-        let first = try await device.engine.sync()
-        #expect(first.imageUploadsFailed == 1)
+        try await device.engine.sync()
+        await device.engine.uploadPendingImages()
         let api = harness.api()
-        #expect(try await api.allLocations().map(\.id) == [plain.id], "the place without photos went on")
-        #expect(try await api.allCategories().contains { $0.id == trips.id }, "the delete waits for the place made before it")
-        #expect(try await device.engine.pendingChanges().count == 2)
-        #expect(await device.events.contains { if case .imageUploadFailed(held.id, photo.absoluteString, _) = $0 { true } else { false } })
+        #expect(Set(try await api.allLocations().map(\.id)) == [held.id, plain.id], "both places went on")
+        #expect(try await api.location(id: held.id).imageURLs.isEmpty, "without the photo still to upload")
+        #expect(try await device.engine.pendingChanges().isEmpty)
+        #expect(try await device.engine.pendingImageUploads() == 1)
+        #expect(await device.events.contains { if case .imageUploadFailed(held.id, "file:held.jpg", _) = $0 { true } else { false } })
 
-        let second = try await device.engine.sync()
-        #expect(second.imagesUploaded == 1)
-        #expect(try await api.allLocations().isEmpty, "the place was created with its photo, then deleted with its category")
+        try await device.engine.deleteCategory(id: trips.id)
+        let report = try await Self.uploadAndSync(device)
+        #expect(uploader.calls.count == 2, "no upload for a place deleted meanwhile")
+        #expect(report.imagesUploaded == 0)
+        #expect(try await device.engine.pendingImageUploads() == 0)
+        #expect(!FileManager.default.fileExists(atPath: photo.path), "its file goes with its place")
+        #expect(try await api.allLocations().isEmpty)
         #expect(try await !api.allCategories().contains { $0.id == trips.id })
         #expect(Self.refusals(device).isEmpty)
         try await expectConverged([device], api)
@@ -165,7 +193,7 @@ struct ImageUploadTests {
         let place = try await device.engine.saveLocation(
             LocationDraft(categoryID: category.id, name: "Slow", latitude: 1, longitude: 2, imageURLs: [photo.absoluteString]))
 
-        let report = try await device.engine.sync()
+        let report = try await Self.uploadAndSync(device)
         #expect(report.imagesUploaded == 1)
         #expect(uploader.calls.count == 2, "the second attempt ran while the first still hung")
         let remote = FakeUploader.remoteURL(photo).absoluteString
@@ -190,9 +218,9 @@ struct ImageUploadTests {
                 categoryID: category.id, name: "Partly", latitude: 1, longitude: 2, imageURLs: [gone.absoluteString, kept.absoluteString]))
         try FileManager.default.removeItem(at: gone)
 
-        try await device.engine.sync()
+        try await Self.uploadAndSync(device)
         #expect(try await harness.api().location(id: place.id).imageURLs == [FakeUploader.remoteURL(kept).absoluteString])
-        #expect(await device.events.contains { if case .imageMissing(place.id, gone.absoluteString) = $0 { true } else { false } })
+        #expect(await device.events.contains { if case .imageMissing(place.id, "file:gone.jpg") = $0 { true } else { false } })
         #expect(uploader.calls.map(\.file) == ["kept.jpg"])
         try await expectConverged([device], harness.api())
     }
@@ -207,7 +235,7 @@ struct ImageUploadTests {
             let urls = try (0..<2).map { try photos.photo("p\(index)-\($0).jpg").absoluteString }
             try await device.engine.saveLocation(LocationDraft(categoryID: category.id, name: "P\(index)", latitude: 1, longitude: 2, imageURLs: urls))
         }
-        let report = try await device.engine.sync()
+        let report = try await Self.uploadAndSync(device)
         #expect(report.imagesUploaded == 8)
         #expect(uploader.mostRunning <= 2)
         #expect(try await harness.api().allLocations().allSatisfy { $0.imageURLs.allSatisfy { $0.hasPrefix("https://storage.test/") } })
@@ -226,13 +254,14 @@ struct ImageUploadTests {
         let place = try await device.engine.saveLocation(
             LocationDraft(categoryID: category.id, name: "Later", latitude: 1, longitude: 2, imageURLs: [photo.absoluteString]))
         try await device.engine.sync()
+        await device.engine.uploadPendingImages()
         device.done()
 
         let relaunched = await Device.make(harness, "relaunched", store: try file.open())
         defer { relaunched.done() }
         #expect(try await relaunched.engine.pendingImageUploads() == 1)
-        await relaunched.engine.setImageUploader(FakeUploader(), settings: Self.settings())
-        try await relaunched.engine.sync()
+        await relaunched.engine.setImageUploader(FakeUploader(), settings: Self.settings(folder: photos.folder))
+        try await Self.uploadAndSync(relaunched)
         #expect(try await harness.api().location(id: place.id).imageURLs == [FakeUploader.remoteURL(photo).absoluteString])
         try await expectConverged([relaunched], harness.api())
     }
@@ -249,7 +278,7 @@ struct ImageUploadTests {
         draft.imageURLs = []
         try await device.engine.saveLocation(draft)
         #expect(!FileManager.default.fileExists(atPath: dropped.path))
-        try await device.engine.sync()
+        try await Self.uploadAndSync(device)
         #expect(uploader.calls.isEmpty)
         #expect(try await harness.api().location(id: draft.id).imageURLs.isEmpty)
         try await expectConverged([device], harness.api())
@@ -270,5 +299,171 @@ struct ImageUploadTests {
             (error as? LocifyError)?.serverError?.code == "E001"
         }
         #expect(try await device.engine.pendingChanges().count == pending)
+    }
+
+    @Test("a photo taken offline survives an app update that moves the app's container (issue 34 item 1)")
+    func survivesContainerMove() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("locify-containers-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        /// The store and the photo folder in an app container, as iOS names it by a UUID.
+        func container(_ name: String) -> (store: String, photos: URL) {
+            let support = root.appendingPathComponent(name).appendingPathComponent("Library/Application Support")
+            return (support.appendingPathComponent("locify.sqlite").path, support.appendingPathComponent("Locify Photos"))
+        }
+        let before = container("0A1B"), after = container("2C3D")
+        try FileManager.default.createDirectory(at: before.photos, withIntermediateDirectories: true)
+        let device = await Device.make(harness, "before-update", store: try SQLiteStore(path: before.store))
+        await device.engine.setImageUploader(FakeUploader(), settings: Self.settings(folder: before.photos))
+        let category = try await device.engine.saveCategory(name: "Trips")
+        let photo = before.photos.appendingPathComponent("beach.jpg")
+        try Data("jpeg".utf8).write(to: photo)
+        let place = try await device.engine.saveLocation(
+            LocationDraft(categoryID: category.id, name: "Beach", latitude: 1, longitude: 2, imageURLs: [photo.absoluteString]))
+        device.done()
+
+        // The app is updated before it was ever online again: iOS moves its container.
+        try FileManager.default.moveItem(at: root.appendingPathComponent("0A1B"), to: root.appendingPathComponent("2C3D"))
+        let updated = await Device.make(harness, "after-update", store: try SQLiteStore(path: after.store))
+        defer { updated.done() }
+        let uploader = FakeUploader()
+        await updated.engine.setImageUploader(uploader, settings: Self.settings(folder: after.photos))
+        try await Self.uploadAndSync(updated)
+        #expect(try await harness.api().location(id: place.id).imageURLs == [FakeUploader.remoteURL(photo).absoluteString])
+        #expect(!updated.events.all.contains { if case .imageMissing = $0 { true } else { false } })
+        #expect(uploader.calls.map(\.file) == ["beach.jpg"])
+        try await expectConverged([updated], harness.api())
+    }
+
+    @Test("a photo an older version queued as an absolute file URL is found in the moved photo folder (issue 34 item 1)")
+    func olderVersionsAbsoluteURL() async throws {
+        let photos = try PhotoFolder()
+        defer { photos.remove() }
+        let photo = try photos.photo("old.jpg")
+        // An older version kept the file's absolute URL in the queued change, in a container since moved.
+        let oldURL = "file:///var/mobile/Containers/Data/Application/OLD/Library/Application%20Support/\(photos.folder.lastPathComponent)/old.jpg"
+        let categoryID = UUID(), now = Date()
+        let write = LocationWrite(
+            id: UUID(), categoryID: categoryID, name: "Old", latitude: 1, longitude: 2, imageURLs: [oldURL], createdAt: now, updatedAt: now)
+        let store = InMemoryStore(
+            LocalSnapshot(
+                categories: [categoryID: Category(id: categoryID, name: "Trips", createdAt: now, updatedAt: now)],
+                locations: [
+                    write.id: Location(id: write.id, categoryID: categoryID, name: "Old", latitude: 1, longitude: 2, imageURLs: [oldURL], createdAt: now, updatedAt: now)
+                ],
+                outbox: [
+                    OutboxEntry(id: 1, change: .createCategory(CategoryWrite(id: categoryID, name: "Trips", createdAt: now, updatedAt: now))),
+                    OutboxEntry(id: 2, change: .createLocation(write)),
+                ],
+                metadata: StoreMetadata(nextOutboxID: 3)))
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let device = await Device.make(harness, "updated", store: store)
+        defer { device.done() }
+        await device.engine.setImageUploader(FakeUploader(), settings: Self.settings(folder: photos.folder))
+        #expect(try await device.engine.pendingImageUploads() == 1)
+        try await Self.uploadAndSync(device)
+        #expect(try await harness.api().location(id: write.id).imageURLs == [FakeUploader.remoteURL(photo).absoluteString])
+        try await expectConverged([device], harness.api())
+    }
+
+    @Test("a photo whose file is truly gone is reported, and its place keeps the photos it had on the server (issue 34 item 1)")
+    func goneKeepsSyncedImages() async throws {
+        let (server, harness, device, photos) = try await Self.start(FakeUploader())
+        defer { device.done(); server.stop(); photos.remove() }
+        let category = try await device.engine.saveCategory(name: "Trips")
+        let online = "https://example.com/online.jpg"
+        var draft = LocationDraft(categoryID: category.id, name: "Cove", latitude: 1, longitude: 2, imageURLs: [online])
+        try await device.engine.saveLocation(draft)
+        try await device.engine.sync()
+        let gone = try photos.photo("gone.jpg")
+        draft.imageURLs.append(gone.absoluteString)
+        try await device.engine.saveLocation(draft)
+        try FileManager.default.removeItem(at: gone)
+
+        try await Self.uploadAndSync(device)
+        #expect(try await harness.api().location(id: draft.id).imageURLs == [online])
+        #expect(try await device.engine.location(id: draft.id)?.imageURLs == [online])
+        #expect(await device.events.contains { if case .imageMissing(draft.id, "file:gone.jpg") = $0 { true } else { false } })
+        #expect(try await device.engine.pendingImageUploads() == 0)
+        try await expectConverged([device], harness.api())
+    }
+
+    @Test("an upload that hangs holds back no edit: a background refresh cut short pushes all three; the URL follows (issue 34 item 2)")
+    func hangingUploadHoldsNothingBack() async throws {
+        let uploader = FakeUploader([.hang])
+        let (server, harness, device, photos) = try await Self.start(uploader, settings: Self.settings(attempts: 3, timeout: .seconds(3600)))
+        defer { device.done(); server.stop(); photos.remove() }
+        let category = try await device.engine.saveCategory(name: "Trips")
+        try await device.engine.sync()
+        let photo = try photos.photo("hangs.jpg")
+        let beach = try await device.engine.saveLocation(
+            LocationDraft(categoryID: category.id, name: "Beach", latitude: 1, longitude: 2, imageURLs: [photo.absoluteString]))
+        let harbour = try await device.engine.saveLocation(LocationDraft(categoryID: category.id, name: "Harbour", latitude: 3, longitude: 4))
+        try await device.engine.saveCategory(id: category.id, name: "Trips 2026")
+
+        // A background refresh: the system gives the app a few seconds, then the sync is cancelled
+        // (30 s here, for a loaded machine: the upload hangs for an hour, so what matters is that
+        // the sync does not wait for it).
+        let refresh = Task { try await device.engine.sync() }
+        let expiry = Task {
+            try await Task.sleep(for: .seconds(30))
+            refresh.cancel()
+        }
+        _ = try? await refresh.value
+        expiry.cancel()
+        let api = harness.api()
+        #expect(try await api.location(id: beach.id).imageURLs.isEmpty, "pushed without the photo still uploading")
+        #expect(try await api.location(id: harbour.id).name == "Harbour")
+        #expect(try await api.category(id: category.id).name == "Trips 2026")
+        #expect(try await device.engine.pendingChanges().isEmpty)
+        #expect(try await device.engine.location(id: beach.id)?.imageURLs == ["file:hangs.jpg"], "the device still shows the photo")
+
+        #expect(await until(.seconds(60)) { uploader.hanging == 1 })
+        uploader.releaseHung()
+        await device.engine.uploadPendingImages()
+        try await device.engine.sync()
+        let remote = FakeUploader.remoteURL(photo).absoluteString
+        #expect(try await api.location(id: beach.id).imageURLs == [remote])
+        #expect(try await api.location(id: beach.id).name == "Beach")
+        #expect(Self.refusals(device).isEmpty)
+        try await expectConverged([device], api)
+    }
+
+    @Test("the photo's URL follows as an edit of the place as it is then: a change pulled meanwhile is kept (issue 34 item 2)")
+    func followUpKeepsPulledChange() async throws {
+        let uploader = FakeUploader([.hang])
+        let (server, harness, device, photos) = try await Self.start(uploader, settings: Self.settings(timeout: .seconds(3600)))
+        defer { device.done(); server.stop(); photos.remove() }
+        let category = try await device.engine.saveCategory(name: "Trips")
+        let photo = try photos.photo("later.jpg")
+        let place = try await device.engine.saveLocation(
+            LocationDraft(categoryID: category.id, name: "Beach", latitude: 1, longitude: 2, imageURLs: [photo.absoluteString]))
+        try await device.engine.sync()
+
+        // Another device renames the place and marks it a favourite while the photo uploads.
+        let other = await Device.make(harness, "other")
+        defer { other.done() }
+        try await other.engine.sync()
+        var edit = try #require(try await other.engine.location(id: place.id))
+        edit.name = "Beach (north)"
+        edit.isFavorite = true
+        try await other.engine.saveLocation(LocationDraft(edit))
+        try await other.engine.sync()
+        try await device.engine.sync()
+        #expect(try await device.engine.location(id: place.id)?.imageURLs == ["file:later.jpg"], "the pull keeps the photo shown")
+
+        #expect(await until(.seconds(60)) { uploader.hanging == 1 })
+        uploader.releaseHung()
+        await device.engine.uploadPendingImages()
+        try await device.engine.sync()
+        let onServer = try await harness.api().location(id: place.id)
+        #expect(onServer.name == "Beach (north)" && onServer.isFavorite, "the other device's change survives")
+        #expect(onServer.imageURLs == [FakeUploader.remoteURL(photo).absoluteString])
+        try await other.engine.sync()
+        try await expectConverged([device, other], harness.api())
     }
 }

@@ -57,7 +57,7 @@ struct SyncStatusTests {
         let photos = try PhotoFolder()
         defer { photos.remove() }
         let engine = SyncEngine(api: unreachableAPI(), store: InMemoryStore())
-        await engine.setImageUploader(FakeUploader())
+        await engine.setImageUploader(FakeUploader(), settings: photos.settings)
         let category = try await engine.saveCategory(name: "Cafés")
         let urls = [try photos.photo("a.jpg").absoluteString, try photos.photo("b.jpg").absoluteString]
         try await engine.saveLocation(LocationDraft(categoryID: category.id, name: "Flore", latitude: 1, longitude: 2, imageURLs: urls))

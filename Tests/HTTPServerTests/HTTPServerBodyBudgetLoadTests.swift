@@ -23,7 +23,9 @@ struct HTTPServerBodyBudgetLoadTests {
         let budgetMiB =
             sanitized ? 16 : ProcessInfo.processInfo.environment["LOCIFY_SLOW_UPLOAD_BUDGET_MIB"].flatMap { Int($0) } ?? 64
         let budget = budgetMiB * 1024 * 1024
-        let allowance = budget + 150 * 1024 * 1024
+        // A body holds what has arrived of it (issue 35 item 1): 2,000 bodies grow at once, each
+        // buffer up to twice what it holds, in a heap fragmented by their growth.
+        let allowance = 3 * budget + 150 * 1024 * 1024
         let openFiles = raiseOpenFileLimit(to: 2 * connections + 256)
         try #require(openFiles >= 2 * connections + 256, "ulimit -n must allow \(2 * connections + 256) files, is \(openFiles)")
 
@@ -31,7 +33,7 @@ struct HTTPServerBodyBudgetLoadTests {
             $0.maxBufferedBodyBytes = budget
             // Every upload comes from 127.0.0.1: the per-address limits (connections, share of
             // the budget) are off here, the global budget is what this test measures.
-            $0.maxBufferedBodyBytesPerClient = budget
+            $0.maxBufferedBodyBytesPerClient = .max
             $0.maxConnectionsPerAddress = 0
             $0.backlog = 4096
         }) { server in
@@ -89,7 +91,8 @@ struct HTTPServerBodyBudgetLoadTests {
                 // Starved probes would wait out the slow uploads; 5 s leaves room for a loaded machine.
                 #expect(max(slowestProbe, slowestProbeDuringConnects) < .seconds(5))
             }
-            #expect(peakBudget <= budget)
+            // Bodies already arriving get up to an eighth beyond the budget while the slowest are shed.
+            #expect(peakBudget <= budget + budget / 8)
             #expect(probes >= 3)
             let answered = outcome.statuses.values.reduce(0, +)
             #expect(answered + outcome.unanswered == connections, "\(outcome.unfinished) uploads never finished")

@@ -51,6 +51,8 @@ final class EventLoop: @unchecked Sendable {
     private var drainDeadline: Int64 = .max
     /// Connections that used their read budget and continue after the current batch of events.
     private var deferred: [Connection] = []
+    /// A read took the body budget beyond its size: bodies are shed after the current batch.
+    private var shedPending = false
 
     /// Reads per connection before other connections get a turn.
     private static let readBudget = 8
@@ -176,6 +178,10 @@ final class EventLoop: @unchecked Sendable {
                 for connection in pending where connections[connection.info.id] === connection && !connection.withWorker {
                     drive(connection)
                 }
+            }
+            if shedPending {
+                shedPending = false
+                shedBodies()
             }
             if now >= nextSweep {
                 sweep()
@@ -400,6 +406,7 @@ final class EventLoop: @unchecked Sendable {
                     let input = UnsafeRawBufferPointer(rebasing: readBuffer[0..<received])
                     let used = connection.consume(input, now: now, context: context)
                     connection.keepUnparsed(input, from: used)
+                    if context.bodyBudget.isOverCommitted { shedPending = true }
                     if connection.parser.phase == .body && connection.readyRequest == nil
                         && connection.headAwaitingDecision == nil
                     {
@@ -597,21 +604,47 @@ final class EventLoop: @unchecked Sendable {
                 answerHeld(connection, closing: false)
                 drive(connection)
             case .head, .body:
-                guard connection.output.isEmpty, !connection.closeAfterOutput else {
-                    close(connection)
-                    continue
-                }
-                let reason =
-                    connection.deadlineKind == .head
-                    ? "header section not received in time"
-                    : connection.bodyRateDeadline(context: context) <= now ? "body slower than the minimum rate" : "body stalled"
-                context.logger.debug(
-                    "request timed out", metadata: ["connection": "\(connection.info.id)", "reason": "\(reason)"])
-                connection.deadlineKind = .none
-                connection.deadline = .max
-                connection.queueError(HTTPRequestError(status: .requestTimeout, reason: reason), context: context)
-                drive(connection)
+                let reason = connection.deadlineKind == .head ? "header section not received in time" : "body stalled"
+                cut(connection, HTTPRequestError(status: .requestTimeout, reason: reason))
             }
         }
+        shedBodies()
+    }
+
+    /// While the body budget is under pressure: the bodies under the minimum rate are cut (408),
+    /// and while more than the budget is held, the slowest bodies of the holders holding more than
+    /// their part are cut (503) until it is not, so that the budget goes to the clients holding
+    /// least of it (`BodyBudget`). An honest slow body on a server not under pressure is never cut.
+    private func shedBodies() {
+        let budget = context.bodyBudget
+        let slowestFirst = connections.values.filter(\.isReceivingBody)
+            .map { (connection: $0, rate: $0.arrivingBody.rate(at: now)) }
+            .sorted { $0.rate < $1.rate }
+        let sheddable = slowestFirst.filter { $0.connection.bodyHolder.map(budget.mayBeShed) ?? false }
+        let slowestElsewhere = budget.publishSlowest(sheddable.first?.connection.arrivingBody, loop: index, now: now)
+        guard budget.isUnderPressure else { return }
+        for body in slowestFirst where body.connection.bodyIsSlowerThanMinimumRate(now: now, context: context) {
+            cut(body.connection, HTTPRequestError(status: .requestTimeout, reason: "body slower than the minimum rate"))
+        }
+        // A slower body on another loop goes first: that loop sheds it at its next tick.
+        for body in sheddable where budget.isOverCommitted && body.rate <= slowestElsewhere {
+            guard body.connection.isReceivingBody, body.connection.shedBody(context: context) else { continue }
+            cut(body.connection, context.overloaded("request body shed: the body budget is full"))
+        }
+    }
+
+    /// Answers a request being received with `error` and closes its connection after it (at once
+    /// when a response is already on its way).
+    private func cut(_ connection: Connection, _ error: HTTPRequestError) {
+        guard connection.output.isEmpty, !connection.closeAfterOutput else {
+            close(connection)
+            return
+        }
+        context.logger.debug(
+            "request cut off", metadata: ["connection": "\(connection.info.id)", "reason": "\(error.reason)"])
+        connection.deadlineKind = .none
+        connection.deadline = .max
+        connection.queueError(error, context: context)
+        drive(connection)
     }
 }

@@ -96,6 +96,13 @@ struct LocifyResponder: HTTPResponder {
         return finish(answer, trace)
     }
 
+    /// A body sent to a route that reads none is refused on its head (413 E010), before anything
+    /// of it is read; one sent to no route goes on to the route stage (404, 405).
+    func acceptsBody(of head: HTTPRequest) -> Bool {
+        guard case .found(let route, _, _) = router.match(head.method, path: head.path) else { return true }
+        return route.takesBody
+    }
+
     /// Runs the stages before the handler on a request's head: a request that would be refused
     /// (404, 405, 401, 429, 503) is answered now, its body unread; an admitted body is charged
     /// to its user (or, on an open route, to the client's address).

@@ -62,6 +62,35 @@ struct HostileSlowUploadTests {
         #expect(eventually(timeout: .seconds(10)) { http.bufferedBodyBytes == 0 })
     }
 
+    /// Issue 35 item 1: a route that reads no body does not let one hold the body budget.
+    @Test("a body sent to a route that takes none is answered 413 E010, on its head and unread when it trickles; 401 still comes first")
+    func bodyOnBodilessRoute() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let http = server.application.server
+        let trickling = try RawHTTPClient(port: server.port)
+        try trickling.send("GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: \(Self.twoMebibytes)\r\n\r\n")
+        let refused = try trickling.readResponse(timeout: .seconds(10))
+        #expect(refused.status == 413)
+        #expect(refused.headers["Connection"] == "close")
+        #expect(try JSONParser.parse(refused.body).objectValue?["error"]?.objectValue?["code"]?.stringValue == "E010")
+        #expect(http.bufferedBodyBytes == 0)
+        // Whole with its head: the same answer, however the bytes arrive.
+        let whole = try RawHTTPClient(port: server.port)
+        try whole.send("GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+        #expect(try whole.readResponse(timeout: .seconds(10)).status == 413)
+        // On a /v1 route a missing token is answered first; with one, the body is refused unread.
+        let anonymous = try RawHTTPClient(port: server.port)
+        try anonymous.send(Self.uploadHead("/v1/users/me", token: nil).replacingOccurrences(of: "POST", with: "GET"))
+        #expect(try anonymous.readResponse(timeout: .seconds(10)).status == 401)
+        let token = try server.token(for: "bodiless-user")
+        #expect(try server.request("GET", "/v1/users/me", token: token).status == 200)
+        let signedIn = try RawHTTPClient(port: server.port)
+        try signedIn.send(Self.uploadHead("/v1/users/me", token: token).replacingOccurrences(of: "POST", with: "GET"))
+        #expect(try signedIn.readResponse(timeout: .seconds(10)).status == 413)
+        #expect(http.bufferedBodyBytes == 0)
+    }
+
     /// What the slow-upload flood measured.
     private struct FloodOutcome: Sendable {
         var uploadsStarted = 0

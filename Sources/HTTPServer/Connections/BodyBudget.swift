@@ -116,10 +116,13 @@ final class BodyBudget: Sendable {
         }
     }
 
-    /// Whether `holder`'s bodies may be shed once one more client needs room: it holds more than
-    /// an equal part of the budget among the holders and that newcomer.
-    func mayBeShed(_ holder: Holder) -> Bool {
-        held.withLock { held in held[holder, default: 0] > budget / (held.count + 1) }
+    /// The holders whose bodies may be shed once one more client needs room: each holds more
+    /// than an equal part of the budget among the holders and that newcomer.
+    func sheddableHolders() -> Set<Holder> {
+        held.withLock { held in
+            let part = budget / (held.count + 1)
+            return Set(held.filter { $0.value > part }.keys)
+        }
     }
 
     /// More than the budget is held (room was given to holders within their part): the loops

@@ -138,8 +138,7 @@ final class Connection: @unchecked Sendable {
         return offset
     }
 
-    /// Decides about the body `head` announces before any of it is charged or parsed. A route
-    /// that takes no body (`HTTPResponder.acceptsBody`) has it refused at once (413). A body that
+    /// Decides about the body `head` announces before any of it is charged or parsed. A body that
     /// arrived whole with its head is charged to the client's address without asking (it can no
     /// longer trickle); any other is the application's decision (`HTTPResponder.admitBody`),
     /// asked here without blocking and, when it needs to block, on a worker
@@ -147,10 +146,6 @@ final class Connection: @unchecked Sendable {
     private func judgeBody(
         of head: HTTPRequest, expectsContinue: Bool, bytesInHand: Int, now: Int64, context: ServerContext
     ) {
-        guard context.responder.acceptsBody(of: head) else {
-            queueError(HTTPRequestError(status: .contentTooLarge, reason: "this route takes no request body"), context: context)
-            return
-        }
         if let length = parser.bodyContentLength, length <= bytesInHand {
             startBody(for: .address(info.clientAddress), now: now, context: context)
             return

@@ -617,17 +617,21 @@ final class EventLoop: @unchecked Sendable {
     /// least of it (`BodyBudget`). An honest slow body on a server not under pressure is never cut.
     private func shedBodies() {
         let budget = context.bodyBudget
-        let slowestFirst = connections.values.filter(\.isReceivingBody)
+        let receiving = connections.values.filter(\.isReceivingBody)
+        let sheddableHolders = budget.sheddableHolders()
+        var sheddable = receiving.filter { $0.bodyHolder.map(sheddableHolders.contains) ?? false }
             .map { (connection: $0, rate: $0.arrivingBody.rate(at: now)) }
-            .sorted { $0.rate < $1.rate }
-        let sheddable = slowestFirst.filter { $0.connection.bodyHolder.map(budget.mayBeShed) ?? false }
-        let slowestElsewhere = budget.publishSlowest(sheddable.first?.connection.arrivingBody, loop: index, now: now)
+        let slowest = sheddable.indices.min { sheddable[$0].rate < sheddable[$1].rate }
+        let slowestElsewhere = budget.publishSlowest(slowest.map { sheddable[$0].connection.arrivingBody }, loop: index, now: now)
         guard budget.isUnderPressure else { return }
-        for body in slowestFirst where body.connection.bodyIsSlowerThanMinimumRate(now: now, context: context) {
-            cut(body.connection, HTTPRequestError(status: .requestTimeout, reason: "body slower than the minimum rate"))
+        for connection in receiving where connection.bodyIsSlowerThanMinimumRate(now: now, context: context) {
+            cut(connection, HTTPRequestError(status: .requestTimeout, reason: "body slower than the minimum rate"))
         }
-        // A slower body on another loop goes first: that loop sheds it at its next tick.
-        for body in sheddable where budget.isOverCommitted && body.rate <= slowestElsewhere {
+        // Slowest first; a slower body on another loop goes before: that loop sheds it at its next
+        // tick.
+        while budget.isOverCommitted, let next = sheddable.indices.min(by: { sheddable[$0].rate < sheddable[$1].rate }) {
+            let body = sheddable.remove(at: next)
+            guard body.rate <= slowestElsewhere else { return }
             guard body.connection.isReceivingBody, body.connection.shedBody(context: context) else { continue }
             cut(body.connection, context.overloaded("request body shed: the body budget is full"))
         }

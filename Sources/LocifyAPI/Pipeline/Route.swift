@@ -23,8 +23,8 @@ struct Route: Sendable {
 
     var execution: Execution
     var handler: Handler
-    /// Whether the route reads a request body; a body sent to one that does not is refused on
-    /// its head, unread (413 E010, `LocifyResponder.acceptsBody`).
+    /// Whether the route reads a request body; a body sent to one that does not is refused 413
+    /// E010, on its head when it did not arrive with it (`LocifyResponder.admission`).
     var takesBody = false
 
     /// Whether the route is a `/v1` endpoint, answered only with a valid token; the others are

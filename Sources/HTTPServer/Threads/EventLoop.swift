@@ -617,13 +617,16 @@ final class EventLoop: @unchecked Sendable {
     /// least of it (`BodyBudget`). An honest slow body on a server not under pressure is never cut.
     private func shedBodies() {
         let budget = context.bodyBudget
+        guard budget.isUnderPressure else {
+            _ = budget.publishSlowest(nil, loop: index, now: now)
+            return
+        }
         let receiving = connections.values.filter(\.isReceivingBody)
         let sheddableHolders = budget.sheddableHolders()
         var sheddable = receiving.filter { $0.bodyHolder.map(sheddableHolders.contains) ?? false }
             .map { (connection: $0, rate: $0.arrivingBody.rate(at: now)) }
         let slowest = sheddable.indices.min { sheddable[$0].rate < sheddable[$1].rate }
         let slowestElsewhere = budget.publishSlowest(slowest.map { sheddable[$0].connection.arrivingBody }, loop: index, now: now)
-        guard budget.isUnderPressure else { return }
         for connection in receiving where connection.bodyIsSlowerThanMinimumRate(now: now, context: context) {
             cut(connection, HTTPRequestError(status: .requestTimeout, reason: "body slower than the minimum rate"))
         }

@@ -20,7 +20,9 @@ public func buildApplication(
     // Before anything else (the database is not touched): emulator mode must not reach production,
     // and the open-file limit must allow the connections.
     try configuration.validateEmulatorSafety()
-    let http = httpConfiguration(configuration, dependencies: dependencies)
+    let http = try fitConnectionsToOpenFileLimit(
+        httpConfiguration(configuration, dependencies: dependencies), setByOperator: configuration.maxConnections != nil,
+        logger: logger)
     try raiseOpenFileLimit(for: http)
     let database = try buildDatabase(configuration, logger: logger)
     let (keyCache, verifier) = buildAuthentication(configuration, dependencies: dependencies, logger: logger)
@@ -157,7 +159,7 @@ private func buildAPI(
 /// The HTTP server's settings from the configuration (and the tests' adjustments).
 private func httpConfiguration(_ configuration: Configuration, dependencies: ApplicationDependencies) -> HTTPServerConfiguration {
     var http = HTTPServerConfiguration(host: configuration.host, port: configuration.port)
-    http.maxConnections = configuration.maxConnections
+    http.maxConnections = configuration.maxConnections ?? Configuration.defaultMaxConnections
     http.maxConnectionsPerAddress = configuration.maxConnectionsPerAddress
     http.maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
     http.maxBufferedBodyBytesPerClient = configuration.maxBufferedBodyBytesPerClient
@@ -169,8 +171,26 @@ private func httpConfiguration(_ configuration: Configuration, dependencies: App
     // and a margin.
     http.reservedFileDescriptors = 2 * configuration.databasePoolSize + 2 + 2 + 32
     http.clock = dependencies.monotonicClock
+    http.wallClock = dependencies.wallClock
     dependencies.configureHTTP(&http)
     return http
+}
+
+/// The HTTP settings with as many connections as the open-file hard limit allows, with a warning,
+/// when the default number (`setByOperator` false) does not fit: a default must fit the machine
+/// (issue 35 item 6). A number the operator set is left for `raiseOpenFileLimit` to refuse.
+private func fitConnectionsToOpenFileLimit(
+    _ http: HTTPServerConfiguration, setByOperator: Bool, logger: Logger
+) throws -> HTTPServerConfiguration {
+    guard !setByOperator, let hardLimit = try HTTPServer.openFileHardLimit() else { return http }
+    let fitting = HTTPServer.maxConnections(fittingOpenFiles: hardLimit, configuration: http)
+    guard fitting < http.maxConnections, fitting >= 1 else { return http }
+    logger.warning(
+        "the open-file hard limit (ulimit -Hn) is \(hardLimit): allowing \(fitting) connections instead of the default \(http.maxConnections); raise the hard limit or set LOCIFY_MAX_CONNECTIONS",
+        metadata: ["LOCIFY_MAX_CONNECTIONS": "\(fitting)", "open_file_hard_limit": "\(hardLimit)"])
+    var fitted = http
+    fitted.maxConnections = fitting
+    return fitted
 }
 
 /// Raises the open-file limit to what the HTTP server needs, or refuses to start naming

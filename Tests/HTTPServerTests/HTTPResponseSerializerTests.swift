@@ -1,3 +1,5 @@
+import Primitives
+import Synchronization
 import Testing
 
 @testable import HTTPServer
@@ -71,11 +73,12 @@ struct HTTPDateCacheTests {
         #expect(String(decoding: HTTPDateCache.formatLine(epochSeconds: 1_709_251_199), as: UTF8.self) == "Date: Thu, 29 Feb 2024 23:59:59 GMT\r\n")
     }
 
-    @Test("the cached line is the current second's")
+    @Test("the cached line is the injected wall clock's current second (issue 37 item 5)")
     func current() {
-        let line = String(decoding: HTTPDateCache().currentLine(), as: UTF8.self)
-        #expect(line.hasPrefix("Date: "))
-        #expect(line.hasSuffix(" GMT\r\n"))
-        #expect(line.utf8.count == 37)
+        let now = Mutex(Duration.milliseconds(784_111_777_900))
+        let cache = HTTPDateCache(clock: WallClock { now.withLock { $0 } })
+        #expect(String(decoding: cache.currentLine(), as: UTF8.self) == "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n")
+        now.withLock { $0 += .milliseconds(200) }
+        #expect(String(decoding: cache.currentLine(), as: UTF8.self) == "Date: Sun, 06 Nov 1994 08:49:38 GMT\r\n")
     }
 }

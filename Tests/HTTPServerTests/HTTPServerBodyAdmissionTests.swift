@@ -58,10 +58,12 @@ struct HTTPServerBodyAdmissionTests {
             #expect(server.server.bufferedBodyBytes == 0)
             #expect(client.waitForClose(timeout: .seconds(10)))
 
-            // With a token the same head is admitted, its body reserved, read and answered.
+            // With a token the same head is admitted (holding nothing until its body arrives), its
+            // body read and answered.
             let admitted = try server.client()
             try admitted.send(postHead("/upload", 10, extra: "Authorization: Bearer t\r\n"))
-            #expect(eventually(timeout: .seconds(10)) { server.server.bufferedBodyBytes == 10 })
+            #expect(admitted.staysQuiet(for: .milliseconds(200)))
+            #expect(server.server.bufferedBodyBytes == 0)
             try admitted.send("0123456789")
             #expect(try admitted.readResponse().text == "POST /upload 10")
             #expect(eventually(timeout: .seconds(10)) { server.server.bufferedBodyBytes == 0 })
@@ -114,14 +116,17 @@ struct HTTPServerBodyAdmissionTests {
         try withHTTPTestServer(
             responder: responder,
             configure: {
+                $0.maxBodyBytes = 3 * Self.mebibyte
                 $0.maxBufferedBodyBytes = 16 * Self.mebibyte
                 $0.maxBufferedBodyBytesPerClient = 4 * Self.mebibyte
             }
         ) { server in
+            // Alice holds her whole share with two bodies that arrived but for their last byte.
             var holders: [RawHTTPClient] = []
             for _ in 0..<2 {
                 let holder = try server.client()
-                try holder.send(postHead("/upload", 2 * Self.mebibyte, extra: "X-Owner: alice\r\n"))
+                try holder.send(postHead("/upload", 2 * Self.mebibyte + 1, extra: "X-Owner: alice\r\n"))
+                try holder.send([UInt8](repeating: 0x61, count: 2 * Self.mebibyte))
                 holders.append(holder)
             }
             #expect(eventually(timeout: .seconds(10)) { server.server.bufferedBodyBytes == 4 * Self.mebibyte })
@@ -140,7 +145,8 @@ struct HTTPServerBodyAdmissionTests {
 
             // Without an owner the address is the holder: its share is separate from alice's.
             let anonymous = try server.client()
-            try anonymous.send(postHead("/upload", 2 * Self.mebibyte))
+            try anonymous.send(postHead("/upload", 2 * Self.mebibyte + 1))
+            try anonymous.send([UInt8](repeating: 0x61, count: 2 * Self.mebibyte))
             #expect(eventually(timeout: .seconds(10)) { server.server.bufferedBodyBytes == 6 * Self.mebibyte })
             for holder in holders { holder.close() }
             anonymous.close()
@@ -156,9 +162,10 @@ struct HTTPServerBodyAdmissionTests {
         }) { server in
             let holder = try RawHTTPClient(port: server.port, sourceHost: "127.0.0.2")
             try holder.send(postHead("/upload", 2 * Self.mebibyte))
-            #expect(eventually(timeout: .seconds(10)) { server.server.bufferedBodyBytes == 2 * Self.mebibyte })
+            try holder.send([UInt8](repeating: 0x61, count: 2 * Self.mebibyte - 1))
+            #expect(eventually(timeout: .seconds(10)) { server.server.bufferedBodyBytes == 2 * Self.mebibyte - 1 })
             let second = try RawHTTPClient(port: server.port, sourceHost: "127.0.0.2")
-            try second.send(postHead("/upload", 5))
+            try second.send(postHead("/upload", 5) + "hello")
             #expect(try second.readResponse(timeout: .seconds(10)).status == 429)
             let other = try RawHTTPClient(port: server.port, sourceHost: "127.0.0.3")
             try other.send(postHead("/upload", 5))

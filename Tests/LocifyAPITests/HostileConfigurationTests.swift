@@ -13,8 +13,10 @@ import TestSupportDatabase
 @Suite("Hostile configuration: emulator mode and secrets in logs", .serialized)
 struct HostileConfigurationTests {
     /// Launches the server with `environment` and waits for it to exit; returns its exit code and log.
-    static func refusedStart(databaseURL: String, _ environment: [String: String]) throws -> (code: Int32?, log: String, lines: [JSONObject]) {
-        let process = try ServerProcess.launch(databaseURL: databaseURL, environment: environment)
+    static func refusedStart(
+        databaseURL: String, _ environment: [String: String], openFileLimit: Int? = nil
+    ) throws -> (code: Int32?, log: String, lines: [JSONObject]) {
+        let process = try ServerProcess.launch(databaseURL: databaseURL, environment: environment, openFileLimit: openFileLimit)
         guard let status = process.waitForExit(timeout: .seconds(60)) else {
             process.killHard()
             Issue.record("the server did not exit: \(process.logText.suffix(2000))")

@@ -6,6 +6,7 @@ import TestSupport
 @testable import LocifyAPI
 @testable import LocifyServer
 import TestSupportServer
+import TestSupportDatabase
 
 /// Issue 23 items 2 and 5: the limits' settings are validated (a rate of 1e-20 crashed the first
 /// exhausted bucket), the server refuses to start when the open-file limit cannot cover
@@ -67,6 +68,25 @@ struct HostileLimitSettingsTests {
         let result = try HostileConfigurationTests.refusedStart(
             databaseURL: "postgres://locify@127.0.0.1:1/locify", ["LOCIFY_MAX_CONNECTIONS": String(tooMany)])
         HostileConfigurationTests.expectOneClearLine(result, mentions: ["LOCIFY_MAX_CONNECTIONS", "ulimit -Hn", "refusing to start"])
+    }
+
+    /// Issue 35 item 6: on a machine whose hard limit is 1,000 open files (a container's, say), the
+    /// default of 10,000 connections cannot fit: the server starts with what fits and says so; a
+    /// number the operator set that cannot fit still refuses the start.
+    @Test("under a hard open-file limit of 1,000 the default connection limit is sized to it with a warning; a set LOCIFY_MAX_CONNECTIONS that cannot fit is refused")
+    func openFileLimitSizesTheDefault() throws {
+        let database = try TestDatabase.create(migrationsDirectory: ProjectPaths.migrations, poolSize: 2)
+        defer { try? database.drop() }
+        let server = try ServerProcess.start(databaseURL: database.connectionString, openFileLimit: 1000)
+        defer { server.killHard() }
+        #expect(try server.request("GET", "/health").status == 200)
+        let warnings = server.logLines.filter { $0["level"] == "warning" && ($0["msg"]?.stringValue ?? "").contains("ulimit -Hn") }
+        #expect(warnings.count == 1, "\(server.logText)")
+        #expect(warnings.first?["LOCIFY_MAX_CONNECTIONS"]?.stringValue.flatMap(Int.init).map { $0 > 800 && $0 < 1000 } == true)
+
+        let refused = try HostileConfigurationTests.refusedStart(
+            databaseURL: "postgres://locify@127.0.0.1:1/locify", ["LOCIFY_MAX_CONNECTIONS": "10000"], openFileLimit: 1000)
+        HostileConfigurationTests.expectOneClearLine(refused, mentions: ["LOCIFY_MAX_CONNECTIONS", "ulimit -Hn", "refusing to start"])
     }
 
     /// Forged tokens (the right `kid`, signed with another key: each costs a signature check)

@@ -27,22 +27,24 @@ struct OverloadTests {
     func bodyBudget() throws {
         let server = try TestServer.start { $0.maxBufferedBodyBytes = 2 * Self.mebibyte }
         defer { server.stop() }
-        // One announced 2 MiB body (of a user: an anonymous one is refused on its head) holds
-        // the whole budget.
-        let holder = try RawHTTPClient(port: server.port)
-        try holder.send(
+        // A user's 2 MiB body, all but its last 2 bytes sent (an anonymous one is refused on its
+        // head), holds the budget but 2 bytes.
+        let token = try server.token(for: "budget-holder")
+        let head = { (length: Int) in
             "POST /v1/categories HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
-                + "Authorization: Bearer \(server.token(for: "budget-holder"))\r\n"
-                + "Content-Length: \(2 * Self.mebibyte)\r\n\r\n")
-        // Let the server reserve it before another body can take a share first.
-        #expect(holder.staysQuiet(for: .seconds(1)))
+                + "Authorization: Bearer \(token)\r\nContent-Length: \(length)\r\n\r\n"
+        }
+        let holder = try RawHTTPClient(port: server.port)
+        try holder.send(head(2 * Self.mebibyte))
+        try holder.send([UInt8](repeating: 0x20, count: 2 * Self.mebibyte - 2))
+        #expect(eventually(timeout: .seconds(20)) { server.application.server.bufferedBodyBytes == 2 * Self.mebibyte - 2 })
+        // The same user's next body, arriving after its head: no room for its 10 bytes.
+        let next = try RawHTTPClient(port: server.port)
+        try next.send(head(10))
+        #expect(next.staysQuiet(for: .milliseconds(300)))
+        try next.send(#"{"name":1}"#)
+        let refused: RawHTTPResponse? = try next.readResponse(timeout: .seconds(10))
         let small = "POST /v1/categories HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
-        var refused: RawHTTPResponse?
-        #expect(eventually(timeout: .seconds(20)) {
-            let response = try? roundTrip(server, small)
-            if response?.status == 503 { refused = response }
-            return refused != nil
-        })
         let response = try #require(refused)
         #expect(response.headers["Retry-After"] == "1")
         #expect(response.headers["Content-Type"]?.hasPrefix("application/json") == true)

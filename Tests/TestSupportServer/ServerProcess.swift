@@ -47,9 +47,12 @@ public final class ServerProcess: Sendable {
     }
 
     /// Starts the server on `databaseURL` with `environment` added (e.g. `LOCIFY_SHUTDOWN_GRACE_SECONDS`)
-    /// on `port` (a free one when nil), and waits until `/health` answers.
-    public static func start(databaseURL: String, port: Int? = nil, environment: [String: String] = [:]) throws -> ServerProcess {
-        let process = try launch(databaseURL: databaseURL, port: port, environment: environment)
+    /// on `port` (a free one when nil), under an open-file limit of `openFileLimit` (soft and hard;
+    /// nil: this process's), and waits until `/health` answers.
+    public static func start(
+        databaseURL: String, port: Int? = nil, environment: [String: String] = [:], openFileLimit: Int? = nil
+    ) throws -> ServerProcess {
+        let process = try launch(databaseURL: databaseURL, port: port, environment: environment, openFileLimit: openFileLimit)
         let healthy = eventually(timeout: .seconds(60)) {
             guard process.exitStatusIfExited() == nil else { return true }
             return (try? process.get("/health").status) == 200
@@ -62,7 +65,9 @@ public final class ServerProcess: Sendable {
 
     /// Starts the server like `start` without waiting for it to come up (for configurations it
     /// must refuse). `environment` values replace the defaults; an empty value unsets a variable.
-    public static func launch(databaseURL: String, port: Int? = nil, environment: [String: String] = [:]) throws -> ServerProcess {
+    public static func launch(
+        databaseURL: String, port: Int? = nil, environment: [String: String] = [:], openFileLimit: Int? = nil
+    ) throws -> ServerProcess {
         let port = try port ?? freePort()
         let logPath = TestScratch.uniquePath("locify-server.log").path
         // Nothing of the test runner's own Google or Firebase set-up may leak into the child.
@@ -82,7 +87,9 @@ public final class ServerProcess: Sendable {
         for (key, value) in environment { variables[key] = value.isEmpty ? nil : value }
 
         let binary = try binaryPath()
-        let pid = try spawnProcess([binary], environment: variables, logPath: logPath)
+        // The shell's `ulimit -n` lowers both limits, then the server replaces the shell.
+        let command = openFileLimit.map { ["/bin/sh", "-c", "ulimit -n \($0) && exec \"$0\"", binary] } ?? [binary]
+        let pid = try spawnProcess(command, environment: variables, logPath: logPath)
         return ServerProcess(pid: pid, port: port, logPath: logPath)
     }
 

@@ -47,10 +47,10 @@ final class Connection: @unchecked Sendable {
     /// Close once `output` is written (error response, `Connection: close`, HTTP/1.0, draining).
     var closeAfterOutput = false
 
-    /// Bytes of the server's body budget this connection holds: its current request's body,
-    /// reserved when the body was admitted on its head, until the response is queued or the
-    /// connection closes; charged to `bodyHolder` (nil: to no client's share).
-    var reservedBodyBytes = 0
+    /// Bytes of the server's body budget this connection holds: what has arrived of its current
+    /// request's body, until the response is queued or the connection closes; charged to
+    /// `bodyHolder`.
+    var heldBodyBytes = 0
     var bodyHolder: BodyBudget.Holder?
     /// The application's decision about `headAwaitingDecision`, made on a worker; the loop
     /// applies it when the connection comes back.
@@ -60,7 +60,7 @@ final class Connection: @unchecked Sendable {
     var countedBufferedBytes = 0
 
     // Loop fields.
-    /// The body being received has its reservation (or was refused).
+    /// The body being received was admitted (or refused): its bytes are charged as they arrive.
     var bodyAdmitted = false
     /// When the body being received was admitted, and the bytes of it received since: its
     /// minimum rate is measured from these.
@@ -111,7 +111,7 @@ final class Connection: @unchecked Sendable {
             let receivingBody = bodyAdmitted
             switch parser.parse(UnsafeRawBufferPointer(rebasing: input[offset...])) {
             case .needMore:
-                if receivingBody { bodyBytesReceived += input.count - offset }
+                if receivingBody && !chargeBody(input.count - offset, context: context) { return input.count }
                 offset = input.count
             case .continueNeeded(let used):
                 // Not reported by a parser that pauses after heads (`.head` says it instead).
@@ -120,9 +120,9 @@ final class Connection: @unchecked Sendable {
                 offset += used
                 judgeBody(of: head, expectsContinue: expectsContinue, bytesInHand: input.count - offset, now: now, context: context)
             case .request(let request, let used):
-                if receivingBody { bodyBytesReceived += used }
+                if receivingBody && !chargeBody(used, context: context) { return input.count }
                 offset += used
-                settleBodyReservation(of: request, context: context)
+                settleBodyCharge(of: request, context: context)
                 requestsParsed += 1
                 deadlineKind = .none
                 deadline = .max
@@ -138,16 +138,16 @@ final class Connection: @unchecked Sendable {
         return offset
     }
 
-    /// Decides about the body `head` announces before any of it is reserved or parsed. A body
-    /// that arrived whole with its head is only reserved (in no client's share: it can no longer
-    /// trickle); any other is the application's decision (`HTTPResponder.admitBody`),
+    /// Decides about the body `head` announces before any of it is charged or parsed. A body that
+    /// arrived whole with its head is charged to the client's address without asking (it can no
+    /// longer trickle); any other is the application's decision (`HTTPResponder.admitBody`),
     /// asked here without blocking and, when it needs to block, on a worker
     /// (`headAwaitingDecision`). Loop thread only.
     private func judgeBody(
         of head: HTTPRequest, expectsContinue: Bool, bytesInHand: Int, now: Int64, context: ServerContext
     ) {
         if let length = parser.bodyContentLength, length <= bytesInHand {
-            _ = reserveBody(length, for: nil, now: now, context: context)
+            startBody(for: .address(info.clientAddress), now: now, context: context)
             return
         }
         let decision = context.responder.admitBody(of: head, connection: info, mayBlock: false)
@@ -156,6 +156,12 @@ final class Connection: @unchecked Sendable {
             return
         }
         apply(decision, to: head, expectsContinue: expectsContinue && bytesInHand == 0, now: now, context: context)
+    }
+
+    /// Asks the application about the body of `head` (`headAwaitingDecision`) where it may block
+    /// (a worker), for the loop to apply when the connection comes back. Owner only.
+    func decideAboutBody(of head: HTTPRequest, context: ServerContext) {
+        workerDecision = context.responder.admitBody(of: head, connection: info, mayBlock: true)
     }
 
     /// Applies the decision a worker made about `headAwaitingDecision`. Loop thread only.
@@ -168,16 +174,20 @@ final class Connection: @unchecked Sendable {
             context: context)
     }
 
-    /// Admits (reserving the budget, then `100 Continue` when the client waits for it) or
-    /// refuses the body of `head`.
+    /// Admits (then `100 Continue` when the client waits for it) or refuses the body of `head`.
     private func apply(
         _ decision: HTTPBodyAdmission, to head: HTTPRequest, expectsContinue: Bool, now: Int64, context: ServerContext
     ) {
         switch decision {
         case .admit(let owner):
             let holder = owner.map(BodyBudget.Holder.owner) ?? .address(info.clientAddress)
-            let wanted = parser.bodyContentLength ?? context.configuration.maxBodyBytes
-            guard reserveBody(wanted, for: holder, now: now, context: context) else { return }
+            // Refused before any of it is read (never `100 Continue`) when it could not start.
+            let start = context.bodyBudget.outcomeOfStarting(for: holder)
+            guard start == .charged else {
+                refuseBody(start, context: context)
+                return
+            }
+            startBody(for: holder, now: now, context: context)
             // RFC 9110 10.1.1: a server may omit 100 Continue once body bytes have arrived.
             if expectsContinue { output.append(HTTPResponseSerializer.continueResponse) }
         case .refuse(let response):
@@ -188,18 +198,35 @@ final class Connection: @unchecked Sendable {
         }
     }
 
-    /// Reserves `bytes` of the body budget for `holder` and starts the body's clock; when they do
-    /// not fit, queues the 429 (the holder's share) or the 503 (the budget) and returns false.
-    private func reserveBody(_ bytes: Int, for holder: BodyBudget.Holder?, now: Int64, context: ServerContext) -> Bool {
+    /// Starts receiving an admitted body charged to `holder`, and its clock.
+    private func startBody(for holder: BodyBudget.Holder, now: Int64, context: ServerContext) {
         releaseBodyBudget(context: context)
         bodyAdmitted = true
         bodyAdmittedAt = now
         bodyBytesReceived = 0
-        switch context.bodyBudget.reserve(bytes, for: holder) {
-        case .reserved:
-            reservedBodyBytes = bytes
-            bodyHolder = holder
-            return true
+        bodyHolder = holder
+    }
+
+    /// Charges `bytes` of the body that just arrived to its holder; when the budget cannot take
+    /// them, queues the 429 (the holder's share) or the 503 (the budget) and returns false.
+    private func chargeBody(_ bytes: Int, context: ServerContext) -> Bool {
+        guard let holder = bodyHolder else { return true }
+        let outcome = context.bodyBudget.charge(bytes, to: holder, arriving: bodyBytesReceived > 0)
+        guard outcome == .charged else {
+            refuseBody(outcome, context: context)
+            return false
+        }
+        heldBodyBytes += bytes
+        bodyBytesReceived += bytes
+        return true
+    }
+
+    /// Queues the 429 (the holder's share) or the 503 (the budget) of a body the budget cannot
+    /// take.
+    private func refuseBody(_ outcome: BodyBudget.Outcome, context: ServerContext) {
+        switch outcome {
+        case .charged:
+            return
         case .overShare:
             context.logger.debug(
                 "refused a request body over the client's share of the body budget",
@@ -213,45 +240,64 @@ final class Connection: @unchecked Sendable {
                 metadata: ["connection": "\(info.id)", "budget": "\(context.configuration.maxBufferedBodyBytes)"])
             queueError(context.overloaded("request body budget exhausted"), context: context)
         }
-        return false
     }
 
-    /// Shrinks the reservation of a complete request to the body received (a chunked body
-    /// reserved the largest size). Loop thread only.
-    private func settleBodyReservation(of request: HTTPRequest, context: ServerContext) {
+    /// Shrinks the charge of a complete request to its body (chunk framing was charged too).
+    /// Loop thread only.
+    private func settleBodyCharge(of request: HTTPRequest, context: ServerContext) {
         defer {
             bodyAdmitted = false
             bodyBytesReceived = 0
         }
-        let excess = reservedBodyBytes - request.body.count
+        guard let holder = bodyHolder else { return }
+        let excess = heldBodyBytes - request.body.count
         if excess > 0 {
-            context.bodyBudget.release(excess, for: bodyHolder)
-            reservedBodyBytes -= excess
+            context.bodyBudget.release(excess, for: holder)
+            heldBodyBytes -= excess
         }
     }
 
-    /// When the body being received is cut off: `bodyReadTimeout` after its last bytes, or when
-    /// its average rate since admission falls under `minBodyBytesPerSecond` (not before the grace
-    /// period ends), whichever comes first. Loop thread only.
+    /// When the body being received is cut off for inactivity: `bodyReadTimeout` after its last
+    /// bytes. Loop thread only.
     func bodyDeadline(now: Int64, context: ServerContext) -> Int64 {
-        min(now + context.bodyReadTimeout, bodyRateDeadline(context: context))
+        now + context.bodyReadTimeout
     }
 
-    /// When the body being received falls under the minimum rate (`.max` when unchecked).
-    func bodyRateDeadline(context: ServerContext) -> Int64 {
+    /// Whether the body being received falls under the minimum rate: its average since its
+    /// admission, once the grace period is over. Only checked while the budget is under pressure
+    /// (`BodyBudget.isUnderPressure`). Loop thread only.
+    func bodyIsSlowerThanMinimumRate(now: Int64, context: ServerContext) -> Bool {
         let rate = Int64(context.configuration.minBodyBytesPerSecond)
-        guard rate > 0, bodyAdmitted else { return .max }
-        let (scaled, overflow) = Int64(bodyBytesReceived).multipliedReportingOverflow(by: 1_000_000_000)
-        let earned = overflow ? Int64.max : scaled / rate
-        let (deadline, late) = bodyAdmittedAt.addingReportingOverflow(max(context.bodyRateGracePeriod, earned))
-        return late ? .max : deadline
+        guard rate > 0, bodyAdmitted else { return false }
+        let elapsed = now - bodyAdmittedAt
+        guard elapsed >= context.bodyRateGracePeriod else { return false }
+        return arrivingBody.rate(at: now) < Double(rate)
+    }
+
+    /// The pace of the body being received.
+    var arrivingBody: BodyBudget.ArrivingBody {
+        BodyBudget.ArrivingBody(bytes: bodyBytesReceived, since: bodyAdmittedAt)
+    }
+
+    /// A body is being received: admitted, not complete, not refused.
+    var isReceivingBody: Bool {
+        bodyAdmitted && readyRequest == nil && headAwaitingDecision == nil && !closeAfterOutput && !withWorker
+    }
+
+    /// Frees what the body being received holds when the budget is over-committed and its holder
+    /// holds more than its part (`BodyBudget.shed`): true when it did, and the caller cuts the
+    /// body. Loop thread only.
+    func shedBody(context: ServerContext) -> Bool {
+        guard let bodyHolder, context.bodyBudget.shed(heldBodyBytes, of: bodyHolder) else { return false }
+        heldBodyBytes = 0
+        return true
     }
 
     /// Returns the connection's share of the body budget (response queued, error, close).
     /// Owner only; idempotent.
     func releaseBodyBudget(context: ServerContext) {
-        context.bodyBudget.release(reservedBodyBytes, for: bodyHolder)
-        reservedBodyBytes = 0
+        if let bodyHolder { context.bodyBudget.release(heldBodyBytes, for: bodyHolder) }
+        heldBodyBytes = 0
     }
 
     /// Bytes of pipelined input and queued output the connection holds now.
@@ -267,7 +313,7 @@ final class Connection: @unchecked Sendable {
         countedBufferedBytes = holding
     }
 
-    /// Closes the socket and gives back everything the connection holds: its body reservation,
+    /// Closes the socket and gives back everything the connection holds: what its body holds,
     /// its buffers' count, its place in the connection limits. Owner only, once.
     func closeSocket(context: ServerContext) {
         releaseBodyBudget(context: context)

@@ -57,6 +57,15 @@ struct OutputQueue {
         return .drained
     }
 
+    /// Takes everything waiting, as one buffer (`InProcessHTTPServer`, which has no socket).
+    mutating func takeAll() -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count)
+        for (index, chunk) in chunks.enumerated() { bytes += index == 0 ? chunk[offset...] : chunk[...] }
+        removeAll()
+        return bytes
+    }
+
     /// Discards everything waiting.
     mutating func removeAll() {
         chunks.removeAll()

@@ -1,4 +1,5 @@
 import Glibc
+import Primitives
 import Synchronization
 
 /// The `Date` header line (`Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n`, RFC 9110 5.6.7), formatted
@@ -9,11 +10,17 @@ final class HTTPDateCache: Sendable {
         var line: [UInt8] = []
     }
 
+    private let clock: WallClock
     private let cached = Mutex(Cached())
 
-    /// The header line for the current second, CRLF included.
+    /// A cache of the dates `clock` reads (the configuration's `wallClock`).
+    init(clock: WallClock) {
+        self.clock = clock
+    }
+
+    /// The header line for the current second of the clock, CRLF included.
     func currentLine() -> [UInt8] {
-        let now = time(nil)
+        let now = Int(clock.seconds().rounded(.down))
         return cached.withLock { cache in
             if cache.second != now {
                 cache.second = now

@@ -119,7 +119,7 @@ public struct HTTPRequestParser: Sendable {
 
     /// A parser enforcing `limits`. With `pausesAfterHead`, it reports the head of every request
     /// with a body (`Step.head`) before parsing any of the body, so the server can decide about the
-    /// body (admit, refuse, reserve memory for it) from the head alone.
+    /// body (admit or refuse it) from the head alone.
     public init(limits: Limits = Limits(), pausesAfterHead: Bool = false) {
         self.limits = limits
         self.pausesAfterHead = pausesAfterHead
@@ -139,7 +139,7 @@ public struct HTTPRequestParser: Sendable {
 
     /// The `Content-Length` of the request whose body is being received (phase `.body`); nil for
     /// a chunked body (its size is unknown until its last chunk) and outside a body. The server
-    /// reserves this much of its body budget before reading the body.
+    /// knows from it whether the body arrived whole with its head.
     public var bodyContentLength: Int? {
         guard case .fixedBody = state else { return nil }
         return contentLength
@@ -642,7 +642,9 @@ public struct HTTPRequestParser: Sendable {
         if chunked {
             state = .chunkSize
         } else if length > 0 {
-            body.reserveCapacity(min(length, 65_536))
+            // Small: a body's memory grows with what arrives (thousands of slow bodies may be
+            // arriving at once, each holding only what it sent; issue 35 item 1).
+            body.reserveCapacity(min(length, 4096))
             state = .fixedBody(remaining: length)
         } else {
             // RFC 9112 6.3 step 7: a request without Content-Length or Transfer-Encoding has no body.

@@ -15,9 +15,10 @@ public protocol HTTPResponder: Sendable {
     /// Produces the response. Called on a worker thread (or inline). May block (database).
     func respond(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPResponse
 
-    /// Decides about a request's body from its head alone, before any of the body is reserved or
+    /// Decides about a request's body from its head alone, before any of the body is charged or
     /// read: called when a header section announcing a body is complete and the body did not
-    /// arrive whole with it. `head` has an empty body. Called first on the I/O thread with
+    /// arrive whole with it (e.g. to refuse a body its route does not take, 413, so that nobody
+    /// holds the body budget with bodies nothing reads). `head` has an empty body. Called first on the I/O thread with
     /// `mayBlock` false, where it must answer at once (e.g. from caches): `.decideOnWorker`
     /// when it cannot, and it is then called again on a worker thread with `mayBlock` true
     /// (where `.decideOnWorker` is not an answer). A refusal is answered instead of the request,

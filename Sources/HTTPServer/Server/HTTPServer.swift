@@ -113,7 +113,7 @@ public final class HTTPServer: Sendable {
     /// Requests waiting for a free worker thread, for metrics.
     public var workerQueueDepth: Int { max(0, counters.queuedRequests.load(ordering: .relaxed)) }
 
-    /// Bytes of the body budget reserved now (`maxBufferedBodyBytes`), for metrics and tests.
+    /// Bytes of the body budget held now (`maxBufferedBodyBytes`), for metrics and tests.
     public var bufferedBodyBytes: Int { counters.bufferedBodyBytes.load(ordering: .relaxed) }
 
     /// Bytes of pipelined input and queued output connections hold now
@@ -133,6 +133,18 @@ public final class HTTPServer: Sendable {
     /// standard streams).
     public static func fileDescriptorsNeeded(by configuration: HTTPServerConfiguration) -> Int {
         configuration.maxConnections + configuration.reservedFileDescriptors + 2 * configuration.ioThreads + 8
+    }
+
+    /// The process's hard open-file limit (`ulimit -Hn`), nil when unlimited: what
+    /// `maxConnections` plus the server's other descriptors must fit in.
+    public static func openFileHardLimit() throws(HTTPServerError) -> Int? {
+        try OpenFileLimit.hardLimit()
+    }
+
+    /// The most connections a server with `configuration` can allow when the process may open
+    /// `openFiles` files: what its other descriptors (`fileDescriptorsNeeded`) leave, maybe 0 or less.
+    public static func maxConnections(fittingOpenFiles openFiles: Int, configuration: HTTPServerConfiguration) -> Int {
+        openFiles - (fileDescriptorsNeeded(by: configuration) - configuration.maxConnections)
     }
 
     /// Raises the process's soft open-file limit (`RLIMIT_NOFILE`) to what a server with

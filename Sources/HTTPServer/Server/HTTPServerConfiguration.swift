@@ -21,27 +21,31 @@ public struct HTTPServerConfiguration: Sendable {
     /// and against the running total of chunks. Larger: 413. Default `2_097_152` (2 MiB).
     public var maxBodyBytes: Int = 2_097_152
     /// Server-wide budget for request bodies held in memory: bodies being received and received
-    /// requests waiting for or running in a handler. When a header section announcing a body
-    /// arrives and the application admits the body (`HTTPResponder.admitBody`), the body reserves
-    /// its `Content-Length` (a chunked body: `maxBodyBytes`, its size being unknown) until its
-    /// response is queued; a body that does not fit is answered 503 with `Retry-After` at once
-    /// (never `100 Continue`) and the connection closed, before any of it is read. Refusing rather
-    /// than pausing keeps clients from waiting on memory others hold, and reserving the announced
-    /// size means an admitted body is never cut off. Request lines and header sections are not
-    /// counted: they are bounded per connection by the limits above.
-    /// At least `maxBodyBytes`. Default `268_435_456` (256 MiB).
+    /// requests waiting for or running in a handler. A body holds what has arrived of it (never
+    /// what it announces) until its response is queued, charged to its holder (the owner the
+    /// application names when it admits the body, `HTTPResponder.admitBody`, or else the client
+    /// address). When the budget is full, a holder holding less than an equal part of it (the
+    /// budget over the number of holders) still gets room, and the I/O threads then cut (503 with
+    /// `Retry-After`) the slowest bodies of the holders holding more than their part until the
+    /// budget is kept again, at their next timer tick; a body that cannot get room is answered 503
+    /// with `Retry-After` and its connection closed (before it is read, never after
+    /// `100 Continue`, when not a byte of it fits). A handful of clients trickling bodies
+    /// therefore holds the budget only until others need it. Request lines and header sections
+    /// are not counted: they are bounded per connection by the limits above. At least
+    /// `maxBodyBytes`. Default `268_435_456` (256 MiB).
     public var maxBufferedBodyBytes: Int = 268_435_456
-    /// Most of the body budget one client holds at once with bodies received after their head:
-    /// the owner the application names when it admits a body (the authenticated user), or else
-    /// the client address (`ClientAddress`). A body past it is answered 429 with `Retry-After`,
-    /// before it is read, and the connection closed. (A body that arrives whole with its head
-    /// counts only against `maxBufferedBodyBytes`.) At least `maxBodyBytes`. Default
-    /// `16_777_216` (16 MiB).
+    /// Most of the body budget one client holds at once: the owner the application names when it
+    /// admits a body (the authenticated user), or else the client address (`ClientAddress`). A
+    /// body past it is answered 429 with `Retry-After` (before it is read when the client already
+    /// holds it all) and the connection closed. At least `maxBodyBytes`. Default `16_777_216`
+    /// (16 MiB).
     public var maxBufferedBodyBytesPerClient: Int = 16_777_216
-    /// The slowest a body may arrive once `bodyRateGracePeriod` has passed since it was admitted:
-    /// a body still arriving then must have averaged this many bytes per second since its
-    /// admission, or it is answered 408 and its reservation freed (a trickle cannot hold its
-    /// share of the budget for long). 0 turns the check off. Default `1024` (1 KiB/s).
+    /// The slowest a body may arrive while the body budget is under pressure (more than half of
+    /// it held): a body still arriving then, once `bodyRateGracePeriod` has passed since it was
+    /// admitted, must have averaged this many bytes per second since its admission, or it is
+    /// answered 408 and what it holds freed, the slowest first. On a server not under pressure an
+    /// honest slow body (a phone on a poor uplink) is only bound by `bodyReadTimeout`. 0 turns the
+    /// check off. Default `1024` (1 KiB/s).
     public var minBodyBytesPerSecond: Int = 1024
     /// How long a body may arrive at any pace before `minBodyBytesPerSecond` applies. Default 10 s.
     public var bodyRateGracePeriod: Duration = .seconds(10)
@@ -76,6 +80,9 @@ public struct HTTPServerConfiguration: Sendable {
     /// The clock timeouts are measured with (the application's monotonic clock). Default:
     /// `CLOCK_MONOTONIC`.
     public var clock: MonotonicClock = .system
+    /// The clock the `Date` header of responses reads (the application's wall clock). Default:
+    /// `CLOCK_REALTIME`.
+    public var wallClock: WallClock = .system
 
     /// Most open client connections. At the limit, while clients wait in the listen backlog,
     /// each I/O thread closes its longest-idle connections (waiting for a request's first byte)

@@ -12,9 +12,9 @@ final class ServerContext: Sendable {
     let counters: ServerCounters
     let bodyBudget: BodyBudget
     let addressConnections: AddressConnections
-    let dateCache = HTTPDateCache()
+    let dateCache: HTTPDateCache
     /// The eventfd the acceptor sleeps on while the connection limit is reached (owned: closed
-    /// when the context goes away).
+    /// when the context goes away); -1 without an acceptor (`InProcessHTTPServer`).
     let acceptorWakeFD: Int32
 
     /// Set once `shutdown` begins: responses then carry `Connection: close`.
@@ -42,6 +42,7 @@ final class ServerContext: Sendable {
             counters: counters)
         self.addressConnections = AddressConnections(limit: configuration.maxConnectionsPerAddress)
         self.acceptorWakeFD = acceptorWakeFD
+        self.dateCache = HTTPDateCache(clock: configuration.wallClock)
         headerReadTimeout = configuration.headerReadTimeout.nanosecondsClamped
         bodyReadTimeout = configuration.bodyReadTimeout.nanosecondsClamped
         keepAliveIdleTimeout = configuration.keepAliveIdleTimeout.nanosecondsClamped
@@ -53,7 +54,7 @@ final class ServerContext: Sendable {
 
     deinit {
         // Closed only when nothing can signal it any more (a worker finishing late still may).
-        Glibc.close(acceptorWakeFD)
+        if acceptorWakeFD >= 0 { Glibc.close(acceptorWakeFD) }
     }
 
     /// The current time of the configured clock, in nanoseconds.
@@ -83,7 +84,7 @@ final class ServerContext: Sendable {
     func connectionClosed(clientAddress: String) {
         addressConnections.close(clientAddress)
         let (previous, _) = counters.openConnections.subtract(1, ordering: .acquiringAndReleasing)
-        if previous >= configuration.maxConnections {
+        if previous >= configuration.maxConnections && acceptorWakeFD >= 0 {
             SocketIO.signal(eventFD: acceptorWakeFD)
         }
     }
@@ -95,7 +96,7 @@ final class ServerCounters: Sendable {
     let openConnections = Atomic<Int>(0)
     /// Requests waiting for a worker thread.
     let queuedRequests = Atomic<Int>(0)
-    /// Bytes of the body budget reserved by connections (`maxBufferedBodyBytes`).
+    /// Bytes of the body budget held by connections (`maxBufferedBodyBytes`).
     let bufferedBodyBytes = Atomic<Int>(0)
     /// Bytes of pipelined input and queued output connections hold (`maxBufferedConnectionBytes`).
     let bufferedConnectionBytes = Atomic<Int>(0)

@@ -51,6 +51,8 @@ final class EventLoop: @unchecked Sendable {
     private var drainDeadline: Int64 = .max
     /// Connections that used their read budget and continue after the current batch of events.
     private var deferred: [Connection] = []
+    /// A read took the body budget beyond its size: bodies are shed after the current batch.
+    private var shedPending = false
 
     /// Reads per connection before other connections get a turn.
     private static let readBudget = 8
@@ -176,6 +178,10 @@ final class EventLoop: @unchecked Sendable {
                 for connection in pending where connections[connection.info.id] === connection && !connection.withWorker {
                     drive(connection)
                 }
+            }
+            if shedPending {
+                shedPending = false
+                shedBodies()
             }
             if now >= nextSweep {
                 sweep()
@@ -400,6 +406,7 @@ final class EventLoop: @unchecked Sendable {
                     let input = UnsafeRawBufferPointer(rebasing: readBuffer[0..<received])
                     let used = connection.consume(input, now: now, context: context)
                     connection.keepUnparsed(input, from: used)
+                    if context.bodyBudget.isOverCommitted { shedPending = true }
                     if connection.parser.phase == .body && connection.readyRequest == nil
                         && connection.headAwaitingDecision == nil
                     {
@@ -597,21 +604,54 @@ final class EventLoop: @unchecked Sendable {
                 answerHeld(connection, closing: false)
                 drive(connection)
             case .head, .body:
-                guard connection.output.isEmpty, !connection.closeAfterOutput else {
-                    close(connection)
-                    continue
-                }
-                let reason =
-                    connection.deadlineKind == .head
-                    ? "header section not received in time"
-                    : connection.bodyRateDeadline(context: context) <= now ? "body slower than the minimum rate" : "body stalled"
-                context.logger.debug(
-                    "request timed out", metadata: ["connection": "\(connection.info.id)", "reason": "\(reason)"])
-                connection.deadlineKind = .none
-                connection.deadline = .max
-                connection.queueError(HTTPRequestError(status: .requestTimeout, reason: reason), context: context)
-                drive(connection)
+                let reason = connection.deadlineKind == .head ? "header section not received in time" : "body stalled"
+                cut(connection, HTTPRequestError(status: .requestTimeout, reason: reason))
             }
         }
+        shedBodies()
+    }
+
+    /// While the body budget is under pressure: the bodies under the minimum rate are cut (408),
+    /// and while more than the budget is held, the slowest bodies of the holders holding more than
+    /// their part are cut (503) until it is not, so that the budget goes to the clients holding
+    /// least of it (`BodyBudget`). An honest slow body on a server not under pressure is never cut.
+    private func shedBodies() {
+        let budget = context.bodyBudget
+        guard budget.isUnderPressure else {
+            _ = budget.publishSlowest(nil, loop: index, now: now)
+            return
+        }
+        let receiving = connections.values.filter(\.isReceivingBody)
+        let sheddableHolders = budget.sheddableHolders()
+        var sheddable = receiving.filter { $0.bodyHolder.map(sheddableHolders.contains) ?? false }
+            .map { (connection: $0, rate: $0.arrivingBody.rate(at: now)) }
+        let slowest = sheddable.indices.min { sheddable[$0].rate < sheddable[$1].rate }
+        let slowestElsewhere = budget.publishSlowest(slowest.map { sheddable[$0].connection.arrivingBody }, loop: index, now: now)
+        for connection in receiving where connection.bodyIsSlowerThanMinimumRate(now: now, context: context) {
+            cut(connection, HTTPRequestError(status: .requestTimeout, reason: "body slower than the minimum rate"))
+        }
+        // Slowest first; a slower body on another loop goes before: that loop sheds it at its next
+        // tick.
+        while budget.isOverCommitted, let next = sheddable.indices.min(by: { sheddable[$0].rate < sheddable[$1].rate }) {
+            let body = sheddable.remove(at: next)
+            guard body.rate <= slowestElsewhere else { return }
+            guard body.connection.isReceivingBody, body.connection.shedBody(context: context) else { continue }
+            cut(body.connection, context.overloaded("request body shed: the body budget is full"))
+        }
+    }
+
+    /// Answers a request being received with `error` and closes its connection after it (at once
+    /// when a response is already on its way).
+    private func cut(_ connection: Connection, _ error: HTTPRequestError) {
+        guard connection.output.isEmpty, !connection.closeAfterOutput else {
+            close(connection)
+            return
+        }
+        context.logger.debug(
+            "request cut off", metadata: ["connection": "\(connection.info.id)", "reason": "\(error.reason)"])
+        connection.deadlineKind = .none
+        connection.deadline = .max
+        connection.queueError(error, context: context)
+        drive(connection)
     }
 }

@@ -140,8 +140,7 @@ final class WorkerPool: Sendable {
                 connection.arrivingWait = HeldRequest(answering: job.request, wait: wait)
             }
         case .decideAboutBody:
-            connection.workerDecision = context.responder.admitBody(
-                of: job.request, connection: connection.info, mayBlock: true)
+            connection.decideAboutBody(of: job.request, context: context)
         }
         if !job.loop.handBack(connection) {
             closeOrphan(connection)

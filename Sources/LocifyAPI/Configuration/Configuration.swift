@@ -56,8 +56,12 @@ public struct Configuration: Sendable {
     /// server shrinks back after a burst; 0 disables it. Default 1.
     public var memoryTrimIntervalSeconds: Int = 1
     /// Open client connections; at the limit the longest-idle ones are closed to admit waiting
-    /// clients. Default 10,000.
-    public var maxConnections: Int = 10_000
+    /// clients. Nil (the default): `defaultMaxConnections`, or as many as the open-file hard
+    /// limit allows when it is lower (with a warning); a value the operator set that the limit
+    /// cannot cover refuses the start instead.
+    public var maxConnections: Int?
+    /// The connections allowed when `maxConnections` is not set and the open-file limit allows.
+    public static let defaultMaxConnections = 10_000
     /// Open connections from one client address (IPv4 address or IPv6 /64); 0 turns the limit
     /// off. Default 256.
     public var maxConnectionsPerAddress: Int = 256

@@ -115,14 +115,19 @@ struct LocifyResponder: HTTPResponder {
         renderer.response(for: error)
     }
 
-    /// Route, refused-request limiter, authentication and the user's rate limit: the handler to
-    /// run, or nil when the token must be verified and `stage` does not allow blocking.
+    /// Route, refused-request limiter, authentication, the user's rate limit and the body: the
+    /// handler to run, or nil when the token must be verified and `stage` does not allow blocking.
+    /// A body sent to a route that reads none is refused (413 E010) after authentication (401
+    /// comes first), on the head when the body did not arrive with it: nobody holds the server's
+    /// body budget with bodies nothing reads.
     private func admission(
         of request: HTTPRequest, connection: ConnectionInfo, stage: Stage, trace: inout RequestTrace
     ) throws(APIError) -> Admitted? {
         let (route, parameters) = try self.route(request, connection: connection, trace: &trace)
+        let hasBody = if case .head = stage { true } else { !request.body.isEmpty }
         switch route.handler {
         case .open(let handler):
+            if hasBody && !route.takesBody { throw .bodyTooLarge }
             return .open(handler)
         case .authenticated(let handler):
             let mayBlock = if case .head(let mayBlock) = stage { mayBlock } else { true }
@@ -131,6 +136,7 @@ struct LocifyResponder: HTTPResponder {
             trace.userID = caller.userID
             let retryAfter = stage == .request ? rateLimiter?.admit(caller.userID) : rateLimiter?.retryAfter(caller.userID)
             if let retryAfter { throw .rateLimited(retryAfterSeconds: retryAfter) }
+            if hasBody && !route.takesBody { throw .bodyTooLarge }
             return .authenticated(handler, parameters, caller)
         }
     }

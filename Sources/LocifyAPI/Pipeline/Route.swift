@@ -3,7 +3,7 @@ import JSON
 import Locify
 
 /// One entry of the route table: what handles the request, and what the pipeline must know of it
-/// before it runs (on which thread, whether it needs a token).
+/// before it runs (on which thread, whether it needs a token, whether it takes a body).
 struct Route: Sendable {
     /// Where the request runs: on the I/O thread (cheap, never blocks) or on a worker.
     enum Execution: Sendable {
@@ -23,6 +23,9 @@ struct Route: Sendable {
 
     var execution: Execution
     var handler: Handler
+    /// Whether the route reads a request body; a body sent to one that does not is refused 413
+    /// E010, on its head when it did not arrive with it (`LocifyResponder.admission`).
+    var takesBody = false
 
     /// Whether the route is a `/v1` endpoint, answered only with a valid token; the others are
     /// operational and never draw on any bucket.
@@ -105,10 +108,13 @@ extension Router where Handler == Route {
     /// Adds a `/v1` endpoint: `decode` reads the request (its errors are answered after the
     /// account gate), `handle` runs the service with what it read.
     mutating func addAuthenticated<Input>(
-        _ method: HTTPMethod, _ pattern: String, decode: @escaping @Sendable (RouteRequest) throws -> Input,
+        _ method: HTTPMethod, _ pattern: String, takesBody: Bool = false,
+        decode: @escaping @Sendable (RouteRequest) throws -> Input,
         handle: @escaping @Sendable (Input, Caller) throws -> HTTPResponse
     ) {
-        addAuthenticatedWaiting(method, pattern, decode: decode) { input, caller in .response(try handle(input, caller)) }
+        addAuthenticatedWaiting(method, pattern, takesBody: takesBody, decode: decode) { input, caller in
+            .response(try handle(input, caller))
+        }
     }
 
     /// Adds a `/v1` endpoint with nothing to decode.
@@ -120,7 +126,7 @@ extension Router where Handler == Route {
 
     /// Adds a `/v1` endpoint whose requests may wait (long-poll).
     mutating func addAuthenticatedWaiting<Input>(
-        _ method: HTTPMethod, _ pattern: String, decode: @escaping @Sendable (RouteRequest) throws -> Input,
+        _ method: HTTPMethod, _ pattern: String, takesBody: Bool = false, decode: @escaping @Sendable (RouteRequest) throws -> Input,
         handle: @escaping @Sendable (Input, Caller) throws -> RouteAnswer
     ) {
         let handler: @Sendable (RouteRequest) throws -> RouteCall = { request in
@@ -128,6 +134,6 @@ extension Router where Handler == Route {
             let caller = request.caller
             return { try handle(input, caller) }
         }
-        add(method, pattern, Route(execution: .worker, handler: .authenticated(handler)))
+        add(method, pattern, Route(execution: .worker, handler: .authenticated(handler), takesBody: takesBody))
     }
 }

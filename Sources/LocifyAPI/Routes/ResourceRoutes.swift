@@ -38,20 +38,20 @@ struct ResourceRoutes: Sendable {
             return .json(outcome.status) { Resource.encode(outcome.record, userID: caller.userID, to: &$0) }
         }
         router.addAuthenticated(
-            .POST, path, decode: { request in try Resource.draft(json: request.jsonBody(), userID: request.userID, pathID: nil) }
+            .POST, path, takesBody: true, decode: { request in try Resource.draft(json: request.jsonBody(), userID: request.userID, pathID: nil) }
         ) { draft, caller in try write(draft, caller, .create) }
         router.addAuthenticated(
-            .PUT, path, decode: { request in try Resource.draft(json: request.jsonBody(), userID: request.userID, pathID: nil) }
+            .PUT, path, takesBody: true, decode: { request in try Resource.draft(json: request.jsonBody(), userID: request.userID, pathID: nil) }
         ) { draft, caller in try write(draft, caller, .replace) }
         router.addAuthenticated(
-            .PUT, one,
+            .PUT, one, takesBody: true,
             decode: { (request) throws -> Resource.Draft in
                 let id = try request.parameters.id()
                 return try Resource.draft(json: request.jsonBody(), userID: request.userID, pathID: id)
             }
         ) { draft, caller in try write(draft, caller, .replace) }
         router.addAuthenticated(
-            .DELETE, one,
+            .DELETE, one, takesBody: true,
             decode: { (request) throws -> (id: UUID, options: DeleteOptions) in
                 let id = try request.parameters.id()
                 let options = try DeleteOptions(body: request.optionalJSONBody(), query: request.query.items)

@@ -23,7 +23,7 @@ struct SyncRoutes: Sendable {
         let sync = services.sync
         let cleanupQueued = self.cleanupQueued
         router.addAuthenticated(
-            .POST, "/v1/sync/push",
+            .POST, "/v1/sync/push", takesBody: true,
             decode: { (request) throws -> [PushedChange] in
                 let changes = try PushedChange.batch(json: request.jsonBody(), userID: request.userID)
                 try sync.checkBatchSize(changes.count)

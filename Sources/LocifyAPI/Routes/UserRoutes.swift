@@ -15,7 +15,7 @@ struct UserRoutes: Sendable {
             return .json { $0.profile(profile) }
         }
         router.addAuthenticated(
-            .PUT, "/v1/users/me",
+            .PUT, "/v1/users/me", takesBody: true,
             decode: { request in try UserService.name(FieldReader(body: request.jsonBody()).requiredString("name")) }
         ) { name, caller in
             let profile = try users.update(caller, name: name)

@@ -57,13 +57,19 @@ public struct StoreMetadata: Sendable, Hashable {
     public var userID: String?
     /// When a pull last reached the end of the feed (``SyncStatus/lastSyncedAt``).
     public var lastSyncedAt: Date?
+    /// How far the server's clock is ahead of the device's, in milliseconds, as last learnt
+    /// (``SyncEngine/serverClockOffset``); nil before the first sync answer.
+    public var serverClockOffset: Int64?
 
     /// Metadata with these values (the default is a new store's).
-    public init(cursor: String? = nil, nextOutboxID: Int64 = 1, userID: String? = nil, lastSyncedAt: Date? = nil) {
+    public init(
+        cursor: String? = nil, nextOutboxID: Int64 = 1, userID: String? = nil, lastSyncedAt: Date? = nil, serverClockOffset: Int64? = nil
+    ) {
         self.cursor = cursor
         self.nextOutboxID = nextOutboxID
         self.userID = userID
         self.lastSyncedAt = lastSyncedAt
+        self.serverClockOffset = serverClockOffset
     }
 }
 
@@ -96,6 +102,8 @@ public struct LocalChanges: Sendable, Hashable {
     public var removedRefusalIDs: [Int64] = []
     /// A new ``StoreMetadata/lastSyncedAt``, or nil to keep it.
     public var lastSyncedAt: Date?
+    /// A new ``StoreMetadata/serverClockOffset``, or nil to keep it.
+    public var serverClockOffset: Int64?
 
     /// The records a reset keeps (those with pending changes).
     public struct RecordReset: Sendable, Hashable {
@@ -169,6 +177,7 @@ public struct LocalSnapshot: Sendable, Hashable {
         if let next = changes.nextOutboxID { metadata.nextOutboxID = max(metadata.nextOutboxID, next) }
         if let userID = changes.userID { metadata.userID = userID }
         if let time = changes.lastSyncedAt { metadata.lastSyncedAt = time }
+        if let offset = changes.serverClockOffset { metadata.serverClockOffset = offset }
         if !changes.removedRefusalIDs.isEmpty || !changes.upsertedRefusals.isEmpty {
             let removed = Set(changes.removedRefusalIDs).union(changes.upsertedRefusals.map(\.id))
             refused = (refused.filter { !removed.contains($0.id) } + changes.upsertedRefusals).sorted { $0.id < $1.id }

@@ -150,7 +150,8 @@ public final class SQLiteStore: LocalStore, Sendable {
             return StoreMetadata(
                 cursor: values["cursor"] ?? nil, nextOutboxID: (values["next_outbox_id"] ?? nil).flatMap { Int64($0) } ?? 1,
                 userID: values["user_id"] ?? nil,
-                lastSyncedAt: (values["last_synced_at"] ?? nil).flatMap { Int64($0) }.map { Date(locifyMilliseconds: $0) })
+                lastSyncedAt: (values["last_synced_at"] ?? nil).flatMap { Int64($0) }.map { Date(locifyMilliseconds: $0) },
+                serverClockOffset: (values["server_clock_offset"] ?? nil).flatMap { Int64($0) })
         }
     }
 
@@ -279,6 +280,7 @@ public final class SQLiteStore: LocalStore, Sendable {
             }
             if let userID = changes.userID { try Self.setMetadata(db, "user_id", userID) }
             if let time = changes.lastSyncedAt { try Self.setMetadata(db, "last_synced_at", String(time.locifyMilliseconds)) }
+            if let offset = changes.serverClockOffset { try Self.setMetadata(db, "server_clock_offset", String(offset)) }
             try Self.writeRefusals(db, encodedRefusals, removed: changes.removedRefusalIDs)
         }
         checkpointer.wrote(rows: changes.rowCount)

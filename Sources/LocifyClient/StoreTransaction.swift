@@ -18,6 +18,7 @@ struct StoreTransaction {
     private var refusalsWritten: Set<Int64> = []
     private var refusalsRemoved: Set<Int64> = []
     private var syncedAt: Date?
+    private var clockOffset: Int64?
     /// Events to report once the transaction is committed.
     var events: [SyncEvent] = []
 
@@ -53,6 +54,7 @@ struct StoreTransaction {
         changes.upsertedRefusals = refusalsWritten.sorted().compactMap { refused[$0] }
         changes.removedRefusalIDs = refusalsRemoved.sorted()
         changes.lastSyncedAt = syncedAt
+        changes.serverClockOffset = clockOffset
         refusalsWritten = []
         refusalsRemoved = []
         return changes
@@ -104,6 +106,12 @@ struct StoreTransaction {
         let stored = Date(locifyMilliseconds: time.locifyMilliseconds)  // as the store keeps it
         metadata.lastSyncedAt = stored
         syncedAt = stored
+    }
+
+    /// Remembers the server clock's offset (``ServerClockOffset``) across launches.
+    mutating func setServerClockOffset(_ milliseconds: Int64) {
+        metadata.serverClockOffset = milliseconds
+        clockOffset = milliseconds
     }
 
     /// Keeps a change the server refused, for the app to retry or discard.

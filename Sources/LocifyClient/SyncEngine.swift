@@ -5,8 +5,9 @@ import LocifyRules
 /// reconciled with the server by ``sync()``.
 ///
 /// Edits apply locally at once and are queued in an outbox, stamped with the device's clock
-/// (never earlier than 1 ms after the record's last known time, so an edit made after seeing a
-/// record wins over it even when this device's clock is behind). The outbox keeps what depends on
+/// corrected by its offset from the server's (learnt from every sync answer's `server_time`), and
+/// never earlier than 1 ms after the record's last known time, so an edit made after seeing a
+/// record wins over it even when this device's clock is behind. The outbox keeps what depends on
 /// what (``OutboxState``): ``sync()`` pushes it in batches of at most `/v1/info`'s
 /// `max_push_changes`, cut so the server never applies a change before one it depends on, then
 /// follows the change feed to its end. Conflicts are settled by the server's last-write-wins
@@ -19,7 +20,7 @@ public actor SyncEngine {
     /// The API the engine talks to.
     public let api: LocifyAPIClient
     let store: any LocalStore
-    private let clock: @Sendable () -> Date
+    let clock: @Sendable () -> Date
     /// Changes per pull request (1-1000; default 1000, the API's largest: fewer round trips),
     /// lowered to the server's `max_pull_limit`.
     public var pullLimit = 1000
@@ -41,6 +42,10 @@ public actor SyncEngine {
     private var erasures: UInt64 = 0
     /// The latest time this engine stamped an edit with: each new edit gets a later one.
     private var lastStamp: Int64 = .min
+    /// The server clock's offset from the device's, learnt from the sync answers (ServerClock.swift).
+    private var serverClock = ServerClockOffset()
+    /// Whether ``serverClock`` was read from the store yet.
+    private var serverClockLoaded = false
     /// Live mode's state (LiveSync.swift): whether it runs, its edit signal, the sync turns taken.
     var live = LiveModeState()
     /// The scheduler ``start(_:)`` runs (SyncEngine+Schedule.swift), told of each local edit.
@@ -410,7 +415,10 @@ public actor SyncEngine {
             inFlight.formUnion(ids)
             let results: [PushResult]
             do {
-                results = try await patiently { try await self.api.push(batch.map(\.change), asUser: user) }
+                let sent = clock()
+                let answer = try await patiently { try await self.api.push(batch.map(\.change), asUser: user) }
+                learnServerTime(ServerTimeSample(answer.serverTime, sent: sent, received: clock()))
+                results = answer.results
             } catch let error as LocifyError where error.refusesWholeBatch {
                 inFlight.subtract(ids)
                 if batch.count > 1 {
@@ -612,11 +620,12 @@ public actor SyncEngine {
                 outcome = prefetched
                 fetched = nil
             } else {
-                outcome = await Self.feedPage(api, since: progress.requested, limit: limit, user: user, maxRetryAfter: maxRetryAfter)
+                outcome = await Self.feedPage(api, since: progress.requested, limit: limit, user: user, maxRetryAfter: maxRetryAfter, clock: clock)
             }
             let page: FeedPage
             do {
                 page = try outcome.get()
+                learnServerTime(page.timeSample)
             } catch let error as LocifyError where progress.requested != nil && (error.code == "E009" || error.code == "E001") {
                 // The cursor expired (E009) or the server does not take it (E001): start again
                 // from a snapshot, keeping the unsynced local changes.
@@ -632,7 +641,8 @@ public actor SyncEngine {
             }
             if progress.isDue {
                 // The next page travels (and is decoded, off this actor) while these are stored.
-                async let next = Self.feedPage(api, since: page.cursor, limit: limit, user: user, maxRetryAfter: maxRetryAfter)
+                async let next = Self.feedPage(
+                    api, since: page.cursor, limit: limit, user: user, maxRetryAfter: maxRetryAfter, clock: clock)
                 try store(&progress, report: &report)
                 fetched = await next
             }
@@ -743,10 +753,13 @@ public actor SyncEngine {
     /// One page of the feed, or what stopped it; runs off the actor (the decoding too), so that a
     /// page can be fetched while the ones before are stored.
     private nonisolated static func feedPage(
-        _ api: LocifyAPIClient, since cursor: String?, limit: Int, user: String, maxRetryAfter: Int
+        _ api: LocifyAPIClient, since cursor: String?, limit: Int, user: String, maxRetryAfter: Int, clock: @Sendable () -> Date
     ) async -> Result<FeedPage, any Error> {
         do {
-            return .success(try await patiently(maxRetryAfter: maxRetryAfter) { try await api.pull(since: cursor, limit: limit, asUser: user) })
+            let sent = clock()
+            var page = try await patiently(maxRetryAfter: maxRetryAfter) { try await api.pull(since: cursor, limit: limit, asUser: user) }
+            page.timeSample = ServerTimeSample(page.serverTime, sent: sent, received: clock())
+            return .success(page)
         } catch {
             return .failure(error)
         }
@@ -803,6 +816,10 @@ public actor SyncEngine {
             outbox: OutboxState(entries, nextID: metadata.nextOutboxID), metadata: metadata,
             refused: Dictionary(refused.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last }))
         state = loaded
+        if !serverClockLoaded {
+            serverClockLoaded = true
+            serverClock = ServerClockOffset(persisted: metadata.serverClockOffset)
+        }
         updateStatus(from: loaded)
         // Edits after a relaunch are stamped after the ones still queued.
         if let latest = entries.compactMap({ $0.change.updatedAt?.locifyMilliseconds }).max() {
@@ -828,6 +845,9 @@ public actor SyncEngine {
     /// then reports its events. A store failure changes nothing (the next use reloads from the
     /// store) and is thrown as ``LocifyError/storeFailed(_:)``.
     func commit(_ transaction: inout StoreTransaction) throws {
+        if serverClock.isLearnt, transaction.metadata.serverClockOffset.map({ abs($0 - serverClock.milliseconds) >= 100 }) ?? true {
+            transaction.setServerClockOffset(serverClock.milliseconds)  // kept for the next launch, to 0.1 s
+        }
         let changes = transaction.takeChanges()
         if !changes.isEmpty {
             do {
@@ -852,11 +872,23 @@ public actor SyncEngine {
     /// always wins over its earlier one, even when its copy went back to an older server version
     /// after a refused change).
     private func stamp(after previous: Date?) -> Date {
-        var milliseconds = clock().locifyMilliseconds
+        var milliseconds = serverClock.serverTime(at: clock())
         if let previous { milliseconds = max(milliseconds, previous.locifyMilliseconds + 1) }
         if lastStamp != .min { milliseconds = max(milliseconds, lastStamp + 1) }
         lastStamp = milliseconds
         return Date(locifyMilliseconds: milliseconds)
+    }
+
+    /// How far the server's clock is ahead of this device's (negative: behind), as learnt from the
+    /// sync answers' `server_time` (0 before the first answer, or the last launch's): edits are
+    /// stamped with the device's clock plus this.
+    public var serverClockOffset: Duration { .milliseconds(serverClock.milliseconds) }
+
+    /// Takes in the server's time of one answer (``ServerClockOffset``).
+    func learnServerTime(_ sample: ServerTimeSample?) {
+        guard let sample else { return }
+        _ = try? loaded()  // the persisted estimate first, so that this one replaces it
+        serverClock.learn(serverTime: sample.serverTime, sent: sample.sent, received: sample.received)
     }
 
     func acquireSyncTurn() async {

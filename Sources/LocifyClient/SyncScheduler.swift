@@ -180,6 +180,8 @@ public actor SyncScheduler {
         case connectivity(Bool)
         case due(ScheduledReason, generation: UInt64)
         case finished(Result<SyncReport, LocifyError>)
+        /// Live mode run `run` returned by itself (another account's token), not stopped by the scheduler.
+        case liveEnded(run: UInt64)
         case refresh(CheckedContinuation<SyncReport, any Error>)
     }
 
@@ -205,6 +207,8 @@ public actor SyncScheduler {
     private var planned: [ScheduledReason: (at: Duration, generation: UInt64, timer: Task<Void, Never>)] = [:]
     private var generation: UInt64 = 0
     private var liveTask: Task<Void, Never>?
+    /// The number of live mode runs started: tells a run's end from an earlier one's.
+    private var liveRuns: UInt64 = 0
 
     /// Syncs run, and failures in a row (for status displays and tests).
     public private(set) var syncCount = 0
@@ -331,6 +335,12 @@ public actor SyncScheduler {
             trigger(reason)
         case .finished(let result):
             finished(result)
+        case .liveEnded(let run):
+            // Live mode ended without being stopped: the scheduler is not live any more, and
+            // syncs again after a pause (a success starts live mode again).
+            guard run == liveRuns, liveTask != nil else { return }
+            liveTask = nil
+            planRetry(after: nil)
         case .refresh(let waiter):
             waitingOnNext.append(waiter)
             if isSyncing { again = true } else { runSync() }
@@ -386,22 +396,24 @@ public actor SyncScheduler {
             } else if !isLive && !startLiveIfDue() && appState == .foreground && online {
                 plan(.timer, after: schedule.foregroundInterval)
             }
-        case .failure(.cancelled):
-            if !waitingOnNext.isEmpty {
-                runSync()
-            } else if again {
-                trigger()
-            }
         case .failure(let error):
-            let pause = backoff.pause(
-                retryAfter: error.retryAfterSeconds, initial: schedule.initialBackoff, maximum: schedule.maximumBackoff,
-                random: schedule.random)
-            retryAfterInForce = error.retryAfterSeconds != nil
-            cancelPlan(.edits)
-            cancelPlan(.timer)
-            plan(.retry, after: pause)
+            // A cancelled sync is retried too: the scheduler cancels its syncs only when it stops
+            // (and then takes in no result), so this cancellation came from elsewhere.
+            planRetry(after: error)
             if !waitingOnNext.isEmpty { runSync() }  // a pull-to-refresh made meanwhile still runs
         }
+    }
+
+    /// Plans the next attempt after one more failure (`error`, nil when live mode ended), with
+    /// the backoff, never sooner than the server's `Retry-After`.
+    private func planRetry(after error: LocifyError?) {
+        let retryAfter = error?.retryAfterSeconds
+        let pause = backoff.pause(
+            retryAfter: retryAfter, initial: schedule.initialBackoff, maximum: schedule.maximumBackoff, random: schedule.random)
+        retryAfterInForce = retryAfter != nil
+        cancelPlan(.edits)
+        cancelPlan(.timer)
+        plan(.retry, after: pause)
     }
 
     // MARK: Planned syncs
@@ -434,7 +446,12 @@ public actor SyncScheduler {
         stopLive()  // after a reconnection, a fresh start rather than live mode's own backoff
         cancelPlan(.timer)
         cancelPlan(.edits)
-        liveTask = Task { await live(settings) }
+        liveRuns &+= 1
+        let run = liveRuns, inputs = self.inputs
+        liveTask = Task {
+            await live(settings)
+            inputs.yield(.liveEnded(run: run))
+        }
         return true
     }
 

@@ -208,7 +208,8 @@ extension SyncEngine {
     /// reaches it otherwise is retried as any failure is.
     private func pause(after error: any Error, _ backoff: inout LiveBackoff, _ settings: LiveSyncSettings) async -> Bool {
         let failure = Self.locifyError(error)
-        if Task.isCancelled { return false }
+        // A CancellationError as such comes from the settings' sleep: live mode's task was cancelled.
+        if Task.isCancelled || error is CancellationError { return false }
         if case .wrongAccount = failure {
             emit(.failed(failure))
             return false

@@ -203,6 +203,7 @@ public actor SyncEngine {
     /// ``saveLocation(_:)``, dropping refused change `resolving` in the same commit.
     @discardableResult
     func saveLocation(_ draft: LocationDraft, resolving: Int64?) throws -> Location {
+        let draft = try draft.base == nil ? draft : draft.merged(onto: reading { try $0.location(id: draft.id) })
         let localImages = draft.imageURLs.filter(LocalImage.isLocal)
         if let bad = localImages.first(where: { imageUploads == nil || LocalImage.fileURL($0) == nil }) {
             let reason = imageUploads == nil ? "a file:// URL needs an image uploader (setImageUploader)" : "must be a file:// URL with a path"
@@ -944,6 +945,12 @@ extension PushChange {
 }
 
 /// A location as the app edits it (the engine stamps the time and keeps the server's fields).
+///
+/// A draft of an existing location (``init(editing:)``) remembers the record it was read from, its
+/// ``base``: saving it writes only the fields the user changed since onto the location as it is
+/// then (a three-way merge), so a field another device changed while the edit form was open (a
+/// pull brought a favourite, a photo) survives the save. A draft made from scratch has no base
+/// and is saved whole.
 public struct LocationDraft: Sendable, Hashable {
     /// The location's id: a new random one for a new location, the record's own for an edit.
     public var id: UUID
@@ -964,6 +971,9 @@ public struct LocationDraft: Sendable, Hashable {
     /// At most 10 distinct absolute `https` URLs; with an image uploader, also `file://` URLs of
     /// photos taken offline (``SyncEngine/setImageUploader(_:settings:)``).
     public var imageURLs: [String]
+    /// The record this draft was read from (nil for a draft made from scratch): what the user's
+    /// changes are measured against when it is saved.
+    public private(set) var base: Location?
 
     /// A new location (a random `id` by default) with these fields, for ``SyncEngine/saveLocation(_:)``.
     public init(
@@ -981,11 +991,41 @@ public struct LocationDraft: Sendable, Hashable {
         self.imageURLs = imageURLs
     }
 
-    /// The draft of an existing location, to edit and save back.
-    public init(_ location: Location) {
+    /// The draft of an existing location, to edit and save back: saving writes only the fields
+    /// changed since onto the location as it is then (``base``).
+    public init(editing location: Location) {
         self.init(
             id: location.id, categoryID: location.categoryID, name: location.name, address: location.address,
             description: location.description, latitude: location.latitude, longitude: location.longitude,
             isFavorite: location.isFavorite, imageURLs: location.imageURLs)
+        base = location
+    }
+
+    /// ``init(editing:)``.
+    public init(_ location: Location) {
+        self.init(editing: location)
+    }
+
+    /// The draft to save onto `current` (the location as it is now; nil when it is gone): the
+    /// fields the user changed since ``base`` are this draft's, the others `current`'s. Photos
+    /// merge as sets: the ones the user added and removed are added to and removed from
+    /// `current`'s (the user's list when the merge would exceed the limit).
+    func merged(onto current: Location?) -> LocationDraft {
+        guard let base, let current else { return self }
+        func pick<Value: Equatable>(_ field: KeyPath<LocationDraft, Value>, _ same: KeyPath<Location, Value>) -> Value {
+            self[keyPath: field] != base[keyPath: same] ? self[keyPath: field] : current[keyPath: same]
+        }
+        var merged = LocationDraft(
+            id: id, categoryID: pick(\.categoryID, \.categoryID), name: pick(\.name, \.name), address: pick(\.address, \.address),
+            description: pick(\.description, \.description), latitude: pick(\.latitude, \.latitude),
+            longitude: pick(\.longitude, \.longitude), isFavorite: pick(\.isFavorite, \.isFavorite), imageURLs: current.imageURLs)
+        if imageURLs != base.imageURLs {
+            let removed = Set(base.imageURLs).subtracting(imageURLs)
+            let kept = current.imageURLs.filter { !removed.contains($0) }
+            let images = kept + imageURLs.filter { !base.imageURLs.contains($0) && !kept.contains($0) }
+            merged.imageURLs = images.count <= LocationRules.maxImageURLs ? images : imageURLs
+        }
+        merged.base = current
+        return merged
     }
 }

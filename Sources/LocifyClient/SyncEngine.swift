@@ -29,7 +29,7 @@ public actor SyncEngine {
     public var maxRetryAfter = 5
 
     /// The outbox, metadata and refused changes as committed (loaded from the store at first use).
-    private var state: EngineState?
+    var state: EngineState?
     private var inFlight: Set<Int64> = []
     private(set) var isSyncing = false
     private var syncWaiters: [CheckedContinuation<Void, Never>] = []

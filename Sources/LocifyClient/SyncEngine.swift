@@ -52,6 +52,8 @@ public actor SyncEngine {
     var scheduler: SyncScheduler?
     /// Follows the schedule's connectivity for the status.
     var connectivityWatch: Task<Void, Never>?
+    /// Follows the scheduler's state for the status (``SyncStatus/schedule``).
+    var scheduleWatch: Task<Void, Never>?
     /// How long a pull may hold pages before it stores them (``setPullCommitInterval(_:)``).
     private var pullCommitIntervalSetting = SyncEngine.pullCommitInterval
     /// Who uploads the photos of places edited offline, and how (ImageUploads.swift).

@@ -146,6 +146,32 @@ public enum ScheduledReason: Sendable, Hashable {
     case retry
 }
 
+/// What a ``SyncScheduler`` is doing, for a status view (``SyncStatus/schedule``).
+public struct ScheduleState: Sendable, Hashable {
+    /// Whether the connectivity said online at its last reading.
+    public var isOnline = true
+    /// Whether live mode runs (``SyncSchedule/liveInForeground``).
+    public var isLive = false
+    /// Whether one of its syncs runs.
+    public var isSyncing = false
+    /// Failures since the last success (the backoff's count).
+    public var consecutiveFailures = 0
+    /// The earliest sync planned, nil when none is.
+    public var nextAttempt: ScheduledAttempt?
+
+    /// A state with these values (the default: online, idle, nothing planned).
+    public init(
+        isOnline: Bool = true, isLive: Bool = false, isSyncing: Bool = false, consecutiveFailures: Int = 0,
+        nextAttempt: ScheduledAttempt? = nil
+    ) {
+        self.isOnline = isOnline
+        self.isLive = isLive
+        self.isSyncing = isSyncing
+        self.consecutiveFailures = consecutiveFailures
+        self.nextAttempt = nextAttempt
+    }
+}
+
 /// The next sync the scheduler has planned: why, and when (on the schedule's clock).
 public struct ScheduledAttempt: Sendable, Hashable {
     /// What planned it.
@@ -166,11 +192,17 @@ public actor SyncScheduler {
         public var sync: @Sendable () async throws -> SyncReport
         /// Live mode until the task is cancelled (used when ``SyncSchedule/liveInForeground`` is set).
         public var live: (@Sendable (LiveSyncSettings) async -> Void)?
+        /// Told of each change of the scheduler's ``ScheduleState``, in order.
+        public var stateChanged: (@Sendable (ScheduleState) -> Void)?
 
         /// The operations to schedule.
-        public init(sync: @escaping @Sendable () async throws -> SyncReport, live: (@Sendable (LiveSyncSettings) async -> Void)? = nil) {
+        public init(
+            sync: @escaping @Sendable () async throws -> SyncReport, live: (@Sendable (LiveSyncSettings) async -> Void)? = nil,
+            stateChanged: (@Sendable (ScheduleState) -> Void)? = nil
+        ) {
             self.sync = sync
             self.live = live
+            self.stateChanged = stateChanged
         }
     }
 
@@ -239,10 +271,28 @@ public actor SyncScheduler {
     /// Whether live mode runs now (``SyncSchedule/liveInForeground``).
     public var isLive: Bool { liveTask != nil }
 
+    /// All of the above at once.
+    public var state: ScheduleState {
+        ScheduleState(
+            isOnline: online, isLive: isLive, isSyncing: isSyncing, consecutiveFailures: consecutiveFailures, nextAttempt: nextAttempt)
+    }
+
+    /// The state last told to ``Operations/stateChanged``.
+    private var publishedState: ScheduleState?
+
+    /// Tells ``Operations/stateChanged`` of the state when it changed.
+    private func publishState() {
+        let current = state
+        guard current != publishedState, let stateChanged = operations.stateChanged else { return }
+        publishedState = current
+        stateChanged(current)
+    }
+
     /// Starts following edits, the app state and connectivity, and syncs at once (when online).
     /// A stopped scheduler does not start again: make a new one.
     public func start() {
         guard loop == nil, !stopped else { return }
+        defer { publishState() }
         let stream = self.stream
         loop = Task { [weak self] in
             for await input in stream {
@@ -297,6 +347,7 @@ public actor SyncScheduler {
     // MARK: The state machine (every input is handled in turn, on the actor)
 
     private func handle(_ input: Input) {
+        defer { if !stopped { publishState() } }
         guard !stopped else {
             if case .refresh(let waiter) = input { waiter.resume(throwing: LocifyError.cancelled) }
             return

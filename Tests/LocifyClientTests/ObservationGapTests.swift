@@ -42,3 +42,27 @@ struct ObservationGapTests {
         _ = cafes
     }
 }
+
+/// Issue 34 item 7: the scheduler's state is part of the observable status.
+@Suite("LocifyClient status: the scheduler's state is observable (issue 34 item 7)")
+struct ScheduleStatusTests {
+    @Test("the status carries the scheduler's state: online, failures in a row, the planned retry; none once stopped")
+    func scheduleInTheStatus() async throws {
+        let engine = SyncEngine(api: unreachableAPI(), store: InMemoryStore())
+        let clock = HandMovedClock()
+        var schedule = SyncSchedule()
+        schedule.clock = clock
+        schedule.random = { 1 }
+        schedule.initialBackoff = .seconds(1)
+        schedule.initialAppState = .background
+        let updates = await engine.statusUpdates()
+        _ = try await engine.saveCategory(name: "Made offline")
+        await engine.start(schedule)  // its first sync cannot reach the server
+        let failed = await firstStatus(updates) { $0.schedule?.nextAttempt?.reason == .retry }
+        #expect(failed?.schedule?.consecutiveFailures == 1)
+        #expect(failed?.schedule?.isOnline == true && failed?.schedule?.isLive == false)
+        #expect(failed?.pendingChanges == 1 && failed?.refusedChanges == 0, "the counts beside it")
+        await engine.stop()
+        #expect(await engine.status.schedule == nil)
+    }
+}

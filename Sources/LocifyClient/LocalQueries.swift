@@ -30,15 +30,20 @@ public struct LocalQuery: Sendable, Hashable {
     public var search: String?
     /// The order (default: newest `created_at` first, then id).
     public var sort: Sort
-    /// At most this many (nil: all).
+    /// At most this many (nil: all). A query made without a limit reads ``defaultLimit``.
     public var limit: Int?
     /// Skip this many first.
     public var offset: Int
 
-    /// A query; the defaults select every live location, newest first.
+    /// The page a query reads unless told otherwise: 100 locations (the API's `max_page_size`), so
+    /// that a list never reads the whole copy by accident. Pass `limit: nil` for every match, or
+    /// page with ``page(_:size:)``.
+    public static let defaultLimit = 100
+
+    /// A query; the defaults select the newest ``defaultLimit`` live locations.
     public init(
-        categoryID: UUID? = nil, isFavorite: Bool? = nil, search: String? = nil, sort: Sort = .createdAt, limit: Int? = nil,
-        offset: Int = 0
+        categoryID: UUID? = nil, isFavorite: Bool? = nil, search: String? = nil, sort: Sort = .createdAt,
+        limit: Int? = LocalQuery.defaultLimit, offset: Int = 0
     ) {
         self.categoryID = categoryID
         self.isFavorite = isFavorite

@@ -129,7 +129,7 @@ public actor SyncEngine {
 
     /// The live locations (of one category, if given), newest first.
     public func locations(in categoryID: UUID? = nil) async throws -> [Location] {
-        try reading { try $0.locations(LocalQuery(categoryID: categoryID)) }
+        try reading { try $0.locations(LocalQuery(categoryID: categoryID, limit: nil)) }
     }
 
     /// The live locations `query` selects, in its order: the server's listing offline (LocalQueries.swift).
@@ -160,7 +160,7 @@ public actor SyncEngine {
         return try reading { store in
             LocalSnapshot(
                 categories: Dictionary(uniqueKeysWithValues: try store.categories().map { ($0.id, $0) }),
-                locations: Dictionary(uniqueKeysWithValues: try store.locations(LocalQuery()).map { ($0.id, $0) }),
+                locations: Dictionary(uniqueKeysWithValues: try store.locations(LocalQuery(limit: nil)).map { ($0.id, $0) }),
                 outbox: state.outbox.ordered, refused: state.refused.values.sorted { $0.id < $1.id }, metadata: state.metadata)
         }
     }

@@ -66,3 +66,23 @@ struct ScheduleStatusTests {
         #expect(await engine.status.schedule == nil)
     }
 }
+
+/// Issue 34 item 7: a query made without a limit reads a page, not the whole copy.
+@Suite("LocifyClient queries: the default query is bounded (issue 34 item 7)")
+struct BoundedQueryTests {
+    @Test("LocalQuery() reads the newest 100 locations (defaultLimit); limit: nil reads all; the count counts all")
+    func defaultQueryIsBounded() async throws {
+        let file = TemporaryStoreFile()
+        defer { file.remove() }
+        let engine = SyncEngine(api: unreachableAPI(), store: try file.open())
+        let cafes = try await engine.saveCategory(name: "Cafés")
+        for index in 0...LocalQuery.defaultLimit {
+            try await engine.saveLocation(LocationDraft(categoryID: cafes.id, name: "Place \(index)", latitude: 1, longitude: 2))
+        }
+        #expect(LocalQuery.defaultLimit == 100)
+        #expect(try await engine.locations(LocalQuery()).count == 100)
+        #expect(try engine.observeLocations().currentValue().count == 100)
+        #expect(try await engine.locations(LocalQuery(limit: nil)).count == 101)
+        #expect(try await engine.locationCount() == 101)
+    }
+}

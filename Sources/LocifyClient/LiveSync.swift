@@ -153,8 +153,9 @@ extension SyncEngine {
                     continue
                 }
                 let asked = (turns: live.turns, duringSync: isSyncing)
-                let sent = ContinuousClock.now
-                let page = try await api.pull(since: cursor, limit: min(pullLimit, info?.maxPullLimit ?? pullLimit), wait: wait, asUser: user)
+                let sent = ContinuousClock.now, sentAt = clock()
+                var page = try await api.pull(since: cursor, limit: min(pullLimit, info?.maxPullLimit ?? pullLimit), wait: wait, asUser: user)
+                page.timeSample = ServerTimeSample(page.serverTime, sent: sentAt, received: clock())
                 try await applyLongPoll(page, since: cursor, user: user, askedAt: asked)
                 if page.changes.isEmpty && !page.hasMore && ContinuousClock.now - sent < Self.earlyAnswer {
                     // Nothing, at once: the instance is shutting down, or something between does not
@@ -203,15 +204,15 @@ extension SyncEngine {
     }
 
     /// After a failure: whether live mode goes on (not cancelled, same account), after a pause.
+    /// Only the cancellation of live mode's own task ends it: a ``LocifyError/cancelled`` that
+    /// reaches it otherwise is retried as any failure is.
     private func pause(after error: any Error, _ backoff: inout LiveBackoff, _ settings: LiveSyncSettings) async -> Bool {
         let failure = Self.locifyError(error)
-        if Task.isCancelled { return false }
-        switch failure {
-        case .cancelled: return false
-        case .wrongAccount:
+        // A CancellationError as such comes from the settings' sleep: live mode's task was cancelled.
+        if Task.isCancelled || error is CancellationError { return false }
+        if case .wrongAccount = failure {
             emit(.failed(failure))
             return false
-        default: break
         }
         let pause = backoff.pause(retryAfter: failure.retryAfterSeconds, settings)
         emit(.liveRetrying(failure, after: pause))

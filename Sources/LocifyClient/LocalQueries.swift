@@ -30,15 +30,20 @@ public struct LocalQuery: Sendable, Hashable {
     public var search: String?
     /// The order (default: newest `created_at` first, then id).
     public var sort: Sort
-    /// At most this many (nil: all).
+    /// At most this many (nil: all). A query made without a limit reads ``defaultLimit``.
     public var limit: Int?
     /// Skip this many first.
     public var offset: Int
 
-    /// A query; the defaults select every live location, newest first.
+    /// The page a query reads unless told otherwise: 100 locations (the API's `max_page_size`), so
+    /// that a list never reads the whole copy by accident. Pass `limit: nil` for every match, or
+    /// page with ``page(_:size:)``.
+    public static let defaultLimit = 100
+
+    /// A query; the defaults select the newest ``defaultLimit`` live locations.
     public init(
-        categoryID: UUID? = nil, isFavorite: Bool? = nil, search: String? = nil, sort: Sort = .createdAt, limit: Int? = nil,
-        offset: Int = 0
+        categoryID: UUID? = nil, isFavorite: Bool? = nil, search: String? = nil, sort: Sort = .createdAt,
+        limit: Int? = LocalQuery.defaultLimit, offset: Int = 0
     ) {
         self.categoryID = categoryID
         self.isFavorite = isFavorite
@@ -115,11 +120,17 @@ extension Location {
 
 // MARK: - Live queries
 
-/// Results that stay current: the first value is the query's result now, and a new one follows
-/// every committed change of the store that alters it (local edits, pulled changes, a resync;
-/// an unchanged result is not repeated). Each `for try await` runs its own observation, which
-/// stops when the loop ends or its task is cancelled. Values are not buffered: a slow consumer
-/// gets the latest. Fails with ``LocifyError/storeFailed(_:)``.
+/// Results that stay current: the first value is the query's result now (already waiting when
+/// the iteration starts), and a new one follows every committed change of the store that alters
+/// it (local edits, pulled changes, a resync; an unchanged result is not repeated). Each
+/// `for try await` runs its own observation, which stops when the loop ends or its task is
+/// cancelled. Values are not buffered: a slow consumer gets the latest. Fails with
+/// ``LocifyError/storeFailed(_:)``. ``currentValue()`` reads the result synchronously, for a
+/// view's first frame (no empty list before the first value arrives).
+///
+/// Commits made through another connection to the same file (a widget, a share extension) are
+/// not seen by themselves: the app calls ``SyncEngine/reloadAfterExternalChanges()`` when it
+/// learns of them (e.g. when it returns to the foreground).
 ///
 /// ```swift
 /// for try await places in engine.observeLocations(LocalQuery(search: text, sort: .name)) {
@@ -133,15 +144,29 @@ public struct LiveQuery<Value: Sendable>: AsyncSequence, Sendable {
     public typealias AsyncIterator = AsyncThrowingStream<Value, any Error>.Iterator
 
     private let start: @Sendable () -> AsyncThrowingStream<Value, any Error>
+    private let read: @Sendable () throws -> Value
 
-    /// A live query whose observations `start` begins, one per iteration.
-    init(start: @escaping @Sendable () -> AsyncThrowingStream<Value, any Error>) {
+    /// A live query whose observations `start` begins, one per iteration; `read` reads the result now.
+    init(read: @escaping @Sendable () throws -> Value, start: @escaping @Sendable () -> AsyncThrowingStream<Value, any Error>) {
+        self.read = read
         self.start = start
     }
 
     /// A live query that fails at once with `error`.
     static func failing(_ error: LocifyError) -> LiveQuery {
-        LiveQuery { AsyncThrowingStream { $0.finish(throwing: error) } }
+        LiveQuery(read: { throw error }, start: { AsyncThrowingStream { $0.finish(throwing: error) } })
+    }
+
+    /// The result now, read synchronously (a view's initial state): the first value an iteration
+    /// would give.
+    public func currentValue() throws -> Value {
+        do {
+            return try read()
+        } catch let error as LocifyError {
+            throw error
+        } catch {
+            throw LocifyError.storeFailed(String(describing: error))
+        }
     }
 
     /// Starts one observation.
@@ -149,8 +174,9 @@ public struct LiveQuery<Value: Sendable>: AsyncSequence, Sendable {
 }
 
 /// A ``LocalStore`` whose query results can be observed (``LiveQuery``): ``SQLiteStore`` (GRDB's
-/// `ValueObservation`, which also sees writes of other connections to the same file) and
-/// ``InMemoryStore`` (notified by its own commits).
+/// `ValueObservation`, which sees the commits of its own connections only: another process's
+/// are announced with ``SQLiteStore/externalChangesCommitted()``) and ``InMemoryStore`` (notified
+/// by its own commits).
 public protocol ObservableLocalStore: LocalStore {
     /// ``LocalStore/locations(_:)``, kept current.
     func observeLocations(_ query: LocalQuery) -> LiveQuery<[Location]>
@@ -219,7 +245,7 @@ extension InMemoryStore: ObservableLocalStore {
     public var observerCount: Int { observers.count }
 
     private func observe<Value: Equatable & Sendable>(_ read: @escaping @Sendable (InMemoryStore) throws -> Value) -> LiveQuery<Value> {
-        LiveQuery { [self] in
+        LiveQuery(read: { [self] in try read(self) }) { [self] in
             AsyncThrowingStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
                 let last = LastValue<Value>()
                 let key = observers.add { [weak self] in
@@ -244,18 +270,28 @@ extension SQLiteStore: ObservableLocalStore {
     public func observeCategories() -> LiveQuery<[Category]> { observe { try Self.categories($0) } }
 
     /// A GRDB `ValueObservation` of `fetch`, duplicates removed, delivered in order on a queue
-    /// of its own; cancelled when the consumer stops.
+    /// of its own, after the result read at once (waiting when the iteration starts); cancelled
+    /// when the consumer stops.
     private func observe<Value: Equatable & Sendable>(_ fetch: @escaping @Sendable (Database) throws -> Value) -> LiveQuery<Value> {
         let database = database
-        return LiveQuery {
+        return LiveQuery(read: { try database.read(fetch) }) {
             AsyncThrowingStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
-                let cancellable = ValueObservation.tracking(fetch).removeDuplicates().start(
+                let last = LastValue<Value>()
+                last.send({ try database.read(fetch) }, to: continuation)
+                let cancellable = ValueObservation.tracking(fetch).start(
                     in: database, scheduling: .async(onQueue: DispatchQueue(label: "LocifyClient.LiveQuery")),
                     onError: { continuation.finish(throwing: LocifyError.storeFailed(String(describing: $0))) },
-                    onChange: { continuation.yield($0) })
+                    onChange: { value in last.send({ value }, to: continuation) })
                 continuation.onTermination = { _ in cancellable.cancel() }
             }
         }
+    }
+
+    /// Tells this store's live queries that another connection to its file (a widget, a share
+    /// extension, another ``SQLiteStore``) committed changes: each reads its result again.
+    /// GRDB observes the commits of its own connections only.
+    public func externalChangesCommitted() throws {
+        try database.write { try $0.notifyChanges(in: .fullDatabase) }
     }
 
     /// Schema v2: the listing's keys beside each location, computed in Swift as the server
@@ -406,6 +442,20 @@ extension SyncEngine {
             return .failing(.storeFailed("\(type(of: store)) cannot be observed: it is not an ObservableLocalStore"))
         }
         return observe(store)
+    }
+
+    /// Another process (a widget, a share extension) committed changes to this engine's store
+    /// file: the engine reads its outbox, refused changes and metadata from the store again (so
+    /// that it pushes the other process's edits), and the live queries read their results again.
+    /// Call it when the app learns of such commits (e.g. on returning to the foreground). GRDB's
+    /// observation sees the commits of its own connections only.
+    public func reloadAfterExternalChanges() throws {
+        state = nil
+        _ = try loaded()
+        if let store = store as? SQLiteStore {
+            try reading { _ in try store.externalChangesCommitted() }
+        }
+        if !(state?.outbox.isEmpty ?? true) { scheduler?.localEdit() }
     }
 
     /// Refuses the search the server refuses (E001, `q`), with its message.

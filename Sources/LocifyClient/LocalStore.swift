@@ -59,16 +59,21 @@ public struct StoreMetadata: Sendable, Hashable {
     public var lastSyncedAt: Date?
     /// The photos taken offline that wait for their upload, in the order taken (ImageUploads.swift).
     public var pendingImages: [PendingImage]
+    /// How far the server's clock is ahead of the device's, in milliseconds, as last learnt
+    /// (``SyncEngine/serverClockOffset``); nil before the first sync answer.
+    public var serverClockOffset: Int64?
 
     /// Metadata with these values (the default is a new store's).
     public init(
-        cursor: String? = nil, nextOutboxID: Int64 = 1, userID: String? = nil, lastSyncedAt: Date? = nil, pendingImages: [PendingImage] = []
+        cursor: String? = nil, nextOutboxID: Int64 = 1, userID: String? = nil, lastSyncedAt: Date? = nil,
+        pendingImages: [PendingImage] = [], serverClockOffset: Int64? = nil
     ) {
         self.cursor = cursor
         self.nextOutboxID = nextOutboxID
         self.userID = userID
         self.lastSyncedAt = lastSyncedAt
         self.pendingImages = pendingImages
+        self.serverClockOffset = serverClockOffset
     }
 }
 
@@ -103,6 +108,8 @@ public struct LocalChanges: Sendable, Hashable {
     public var lastSyncedAt: Date?
     /// The new queue of photos to upload (``StoreMetadata/pendingImages``), or nil to keep it.
     public var pendingImages: [PendingImage]?
+    /// A new ``StoreMetadata/serverClockOffset``, or nil to keep it.
+    public var serverClockOffset: Int64?
 
     /// The records a reset keeps (those with pending changes).
     public struct RecordReset: Sendable, Hashable {
@@ -177,6 +184,7 @@ public struct LocalSnapshot: Sendable, Hashable {
         if let userID = changes.userID { metadata.userID = userID }
         if let time = changes.lastSyncedAt { metadata.lastSyncedAt = time }
         if let images = changes.pendingImages { metadata.pendingImages = images }
+        if let offset = changes.serverClockOffset { metadata.serverClockOffset = offset }
         if !changes.removedRefusalIDs.isEmpty || !changes.upsertedRefusals.isEmpty {
             let removed = Set(changes.removedRefusalIDs).union(changes.upsertedRefusals.map(\.id))
             refused = (refused.filter { !removed.contains($0.id) } + changes.upsertedRefusals).sorted { $0.id < $1.id }

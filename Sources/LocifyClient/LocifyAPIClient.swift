@@ -178,13 +178,22 @@ public struct LocifyAPIClient: Sendable {
     /// `POST /v1/sync/push`: at most ``ServerInfo/maxPushChanges`` changes, one result each, in
     /// the order sent. Replaying a batch whose answer was lost is safe.
     public func push(_ changes: [PushChange]) async throws -> [PushResult] {
-        try await push(changes, asUser: nil)
+        try await push(changes, asUser: nil).results
     }
 
-    /// `push`, sent only with a token of `user` (else ``LocifyError/wrongAccount(storeUser:tokenUser:)``).
-    func push(_ changes: [PushChange], asUser user: String?) async throws -> [PushResult] {
+    /// `push`, sent only with a token of `user` (else ``LocifyError/wrongAccount(storeUser:tokenUser:)``);
+    /// with the answer's `server_time` (nil from a server without it).
+    func push(_ changes: [PushChange], asUser user: String?) async throws -> (results: [PushResult], serverTime: Date?) {
         struct Request: Encodable { var changes: [PushChange] }
-        struct Response: Decodable { var results: [PushResult] }
+        struct Response: Decodable {
+            var results: [PushResult]
+            var serverTime: Date?
+
+            enum CodingKeys: String, CodingKey {
+                case results
+                case serverTime = "server_time"
+            }
+        }
         let requestID = Self.newRequestID()
         let response: Response = try await decode(
             .post, "/v1/sync/push", body: Request(changes: changes), asUser: user, requestID: requestID)
@@ -193,11 +202,12 @@ public struct LocifyAPIClient: Sendable {
                 status: 200, body: "\(response.results.count) results for \(changes.count) changes")
         }
         // A change's refusal keeps the id of the request that carried it.
-        return response.results.map { result in
+        let results = response.results.map { result in
             var result = result
             result.error = result.error?.withRequestID(requestID)
             return result
         }
+        return (results, response.serverTime)
     }
 
     /// `GET /v1/sync/changes`: without `since` a snapshot, with it the changes after that cursor.
@@ -307,7 +317,10 @@ extension LocifyAPIClient {
         }
     }
 
-    /// A token from the app, its failures as ``LocifyError``s.
+    /// A token from the app, its failures as ``LocifyError``s: a refresh that could not reach the
+    /// network (a `URLError`, or an error wrapping one, as Firebase's does) is
+    /// ``LocifyError/network(_:)``, offline rather than failed; anything else is
+    /// ``LocifyError/tokenUnavailable(_:)``.
     private func token(forceRefresh: Bool) async throws -> String {
         do {
             return try await self.token(forceRefresh)
@@ -316,6 +329,7 @@ extension LocifyAPIClient {
         } catch let error as LocifyError {
             throw error
         } catch {
+            if let failure = NetworkFailure(causeOf: error) { throw LocifyError.network(failure) }
             throw LocifyError.tokenUnavailable(String(describing: error))
         }
     }
@@ -402,7 +416,10 @@ extension LocifyAPIClient {
                 let task = session.dataTask(with: request) { data, response, error in
                     if let error {
                         let code = (error as? URLError)?.code
-                        if code == .cancelled {
+                        // Only a cancellation the caller asked for is `.cancelled`: the system
+                        // cancels requests too (-999 on network changes, backgrounding), and
+                        // that is a network failure, retried like any other.
+                        if code == .cancelled && box.isCancelled {
                             continuation.resume(throwing: LocifyError.cancelled)
                         } else {
                             continuation.resume(
@@ -430,21 +447,28 @@ private final class TaskBox: @unchecked Sendable {
     // Guarded by `lock`; URLSessionTask is thread-safe but not declared Sendable on every platform.
     private let lock = NSLock()
     private var task: URLSessionDataTask?
-    private var isCancelled = false
+    private var cancelled = false
 
     /// Starts `task`, or returns false (and never starts it) when the call was cancelled first.
     func start(_ task: URLSessionDataTask) -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        guard !isCancelled else { return false }
+        guard !cancelled else { return false }
         self.task = task
         task.resume()
         return true
     }
 
+    /// Whether the caller cancelled the call.
+    var isCancelled: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return cancelled
+    }
+
     func cancel() {
         lock.lock()
-        isCancelled = true
+        cancelled = true
         let task = self.task
         lock.unlock()
         task?.cancel()

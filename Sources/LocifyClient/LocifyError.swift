@@ -76,7 +76,8 @@ public enum LocifyError: Error, Sendable, Hashable {
     case network(NetworkFailure)
     /// The calling task was cancelled.
     case cancelled
-    /// The app's token closure threw (e.g. no signed-in user); the request was not sent.
+    /// The app's token closure threw (e.g. no signed-in user); the request was not sent. (A
+    /// closure that failed to reach the network is ``network(_:)`` instead: offline, transient.)
     case tokenUnavailable(String)
     /// The local store failed (disk full, a damaged or newer-version file). Not transient: the
     /// app reports it and may call ``SyncEngine/reset()`` to start again from the server.
@@ -230,6 +231,38 @@ public struct NetworkFailure: Sendable, Hashable {
         self.code = code
         self.message = message
         self.requestID = requestID
+    }
+}
+
+extension NetworkFailure {
+    /// Firebase Auth's "network error" (`AuthErrorCode.networkError`), which a token refresh
+    /// that could not reach Google throws.
+    static let firebaseAuthNetworkError = (domain: "FIRAuthErrorDomain", code: 17020)
+
+    /// The network failure `error` stands for, or wraps (`NSUnderlyingErrorKey`, as Firebase
+    /// Auth wraps the `URLError` of a refresh): nil when it is not one.
+    init?(causeOf error: any Error) {
+        var current: (any Error)? = error
+        var depth = 0
+        while let error = current, depth < 8 {
+            let nsError = error as NSError
+            if let urlError = error as? URLError {
+                self.init(code: urlError.code, message: urlError.localizedDescription)
+                return
+            }
+            if nsError.domain == NSURLErrorDomain {
+                self.init(code: URLError.Code(rawValue: nsError.code), message: nsError.localizedDescription)
+                return
+            }
+            let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? any Error
+            if underlying == nil, nsError.domain == Self.firebaseAuthNetworkError.domain, nsError.code == Self.firebaseAuthNetworkError.code {
+                self.init(code: nil, message: nsError.localizedDescription)
+                return
+            }
+            current = underlying
+            depth += 1
+        }
+        return nil
     }
 }
 

@@ -152,7 +152,8 @@ public final class SQLiteStore: LocalStore, Sendable {
                 userID: values["user_id"] ?? nil,
                 lastSyncedAt: (values["last_synced_at"] ?? nil).flatMap { Int64($0) }.map { Date(locifyMilliseconds: $0) },
                 pendingImages: try (values["pending_images"] ?? nil).map { try JSONCoding.decoder.decode([PendingImage].self, from: Data($0.utf8)) }
-                    ?? [])
+                    ?? [],
+                serverClockOffset: (values["server_clock_offset"] ?? nil).flatMap { Int64($0) })
         }
     }
 
@@ -283,6 +284,7 @@ public final class SQLiteStore: LocalStore, Sendable {
             if let userID = changes.userID { try Self.setMetadata(db, "user_id", userID) }
             if let time = changes.lastSyncedAt { try Self.setMetadata(db, "last_synced_at", String(time.locifyMilliseconds)) }
             if let encodedImages { try Self.setMetadata(db, "pending_images", encodedImages) }
+            if let offset = changes.serverClockOffset { try Self.setMetadata(db, "server_clock_offset", String(offset)) }
             try Self.writeRefusals(db, encodedRefusals, removed: changes.removedRefusalIDs)
         }
         checkpointer.wrote(rows: changes.rowCount)

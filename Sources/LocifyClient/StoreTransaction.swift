@@ -20,6 +20,7 @@ struct StoreTransaction {
     private var syncedAt: Date?
     /// The upload queue's new contents, when this transaction changed it.
     private var pendingImages: [PendingImage]?
+    private var clockOffset: Int64?
     /// Events to report once the transaction is committed.
     var events: [SyncEvent] = []
 
@@ -57,6 +58,7 @@ struct StoreTransaction {
         changes.lastSyncedAt = syncedAt
         changes.pendingImages = pendingImages
         pendingImages = nil
+        changes.serverClockOffset = clockOffset
         refusalsWritten = []
         refusalsRemoved = []
         return changes
@@ -108,6 +110,12 @@ struct StoreTransaction {
         let stored = Date(locifyMilliseconds: time.locifyMilliseconds)  // as the store keeps it
         metadata.lastSyncedAt = stored
         syncedAt = stored
+    }
+
+    /// Remembers the server clock's offset (``ServerClockOffset``) across launches.
+    mutating func setServerClockOffset(_ milliseconds: Int64) {
+        metadata.serverClockOffset = milliseconds
+        clockOffset = milliseconds
     }
 
     /// Keeps a change the server refused, for the app to retry or discard.

@@ -13,6 +13,8 @@ extension SyncEngine {
     /// - Returns: the scheduler, to read its state (``SyncScheduler/nextAttempt``, the last result).
     @discardableResult
     public func start(_ schedule: SyncSchedule = SyncSchedule()) async -> SyncScheduler {
+        // The scheduler's states reach the status in order, through a stream of their own.
+        let (states, stateChanged) = AsyncStream<ScheduleState>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let scheduler = SyncScheduler(
             schedule,
             operations: SyncScheduler.Operations(
@@ -20,7 +22,15 @@ extension SyncEngine {
                     guard let self else { throw LocifyError.cancelled }
                     return try await self.sync()
                 },
-                live: { [weak self] settings in await self?.runLive(settings) }))
+                live: { [weak self] settings in await self?.runLive(settings) },
+                stateChanged: { stateChanged.yield($0) }))
+        scheduleWatch?.cancel()
+        scheduleWatch = Task { [weak self, weak scheduler] in
+            for await state in states {
+                guard let scheduler else { return }
+                await self?.scheduleChanged(state, of: scheduler)
+            }
+        }
         // Swapped before any suspension, so that two calls at once leave one schedule running.
         let previous = self.scheduler
         self.scheduler = scheduler
@@ -36,7 +46,16 @@ extension SyncEngine {
         guard let scheduler else { return }
         self.scheduler = nil
         watchConnectivity(nil)
+        scheduleWatch?.cancel()
+        scheduleWatch = nil
         await scheduler.stop()
+        updateStatus { $0.schedule = nil }
+    }
+
+    /// Shows `scheduler`'s state in the status, while it is the engine's schedule.
+    private func scheduleChanged(_ state: ScheduleState, of scheduler: SyncScheduler) {
+        guard self.scheduler === scheduler else { return }
+        updateStatus { $0.schedule = state }
     }
 
     /// Shows the connectivity's readings in the status (``SyncStatus/Activity/offline``).

@@ -5,8 +5,9 @@ import LocifyRules
 /// reconciled with the server by ``sync()``.
 ///
 /// Edits apply locally at once and are queued in an outbox, stamped with the device's clock
-/// (never earlier than 1 ms after the record's last known time, so an edit made after seeing a
-/// record wins over it even when this device's clock is behind). The outbox keeps what depends on
+/// corrected by its offset from the server's (learnt from every sync answer's `server_time`), and
+/// never earlier than 1 ms after the record's last known time, so an edit made after seeing a
+/// record wins over it even when this device's clock is behind. The outbox keeps what depends on
 /// what (``OutboxState``): ``sync()`` pushes it in batches of at most `/v1/info`'s
 /// `max_push_changes`, cut so the server never applies a change before one it depends on, then
 /// follows the change feed to its end. Conflicts are settled by the server's last-write-wins
@@ -19,7 +20,7 @@ public actor SyncEngine {
     /// The API the engine talks to.
     public let api: LocifyAPIClient
     let store: any LocalStore
-    private let clock: @Sendable () -> Date
+    let clock: @Sendable () -> Date
     /// Changes per pull request (1-1000; default 1000, the API's largest: fewer round trips),
     /// lowered to the server's `max_pull_limit`.
     public var pullLimit = 1000
@@ -28,7 +29,7 @@ public actor SyncEngine {
     public var maxRetryAfter = 5
 
     /// The outbox, metadata and refused changes as committed (loaded from the store at first use).
-    private var state: EngineState?
+    var state: EngineState?
     private var inFlight: Set<Int64> = []
     private(set) var isSyncing = false
     private var syncWaiters: [CheckedContinuation<Void, Never>] = []
@@ -41,12 +42,18 @@ public actor SyncEngine {
     private var erasures: UInt64 = 0
     /// The latest time this engine stamped an edit with: each new edit gets a later one.
     private var lastStamp: Int64 = .min
+    /// The server clock's offset from the device's, learnt from the sync answers (ServerClock.swift).
+    private var serverClock = ServerClockOffset()
+    /// Whether ``serverClock`` was read from the store yet.
+    private var serverClockLoaded = false
     /// Live mode's state (LiveSync.swift): whether it runs, its edit signal, the sync turns taken.
     var live = LiveModeState()
     /// The scheduler ``start(_:)`` runs (SyncEngine+Schedule.swift), told of each local edit.
     var scheduler: SyncScheduler?
     /// Follows the schedule's connectivity for the status.
     var connectivityWatch: Task<Void, Never>?
+    /// Follows the scheduler's state for the status (``SyncStatus/schedule``).
+    var scheduleWatch: Task<Void, Never>?
     /// How long a pull may hold pages before it stores them (``setPullCommitInterval(_:)``).
     private var pullCommitIntervalSetting = SyncEngine.pullCommitInterval
     /// Who uploads the photos of places edited offline, and how (ImageUploads.swift).
@@ -126,7 +133,7 @@ public actor SyncEngine {
 
     /// The live locations (of one category, if given), newest first.
     public func locations(in categoryID: UUID? = nil) async throws -> [Location] {
-        try reading { try $0.locations(LocalQuery(categoryID: categoryID)) }
+        try reading { try $0.locations(LocalQuery(categoryID: categoryID, limit: nil)) }
     }
 
     /// The live locations `query` selects, in its order: the server's listing offline (LocalQueries.swift).
@@ -157,7 +164,7 @@ public actor SyncEngine {
         return try reading { store in
             LocalSnapshot(
                 categories: Dictionary(uniqueKeysWithValues: try store.categories().map { ($0.id, $0) }),
-                locations: Dictionary(uniqueKeysWithValues: try store.locations(LocalQuery()).map { ($0.id, $0) }),
+                locations: Dictionary(uniqueKeysWithValues: try store.locations(LocalQuery(limit: nil)).map { ($0.id, $0) }),
                 outbox: state.outbox.ordered, refused: state.refused.values.sorted { $0.id < $1.id }, metadata: state.metadata)
         }
     }
@@ -202,7 +209,8 @@ public actor SyncEngine {
     /// ``saveLocation(_:)``, dropping refused change `resolving` in the same commit.
     @discardableResult
     func saveLocation(_ draft: LocationDraft, resolving: Int64?) throws -> Location {
-        let draft = try withImageReferences(draft)
+        let merged = try draft.base == nil ? draft : draft.merged(onto: reading { try $0.location(id: draft.id) })
+        let draft = try withImageReferences(merged)
         let fields = try Self.checked { () throws(RuleViolation) in
             try LocationFields(
                 name: draft.name, address: draft.address, description: draft.description, latitude: draft.latitude,
@@ -426,7 +434,10 @@ public actor SyncEngine {
             inFlight.formUnion(ids)
             let results: [PushResult]
             do {
-                results = try await patiently { try await self.api.push(batch.map(\.change), asUser: user) }
+                let sent = clock()
+                let answer = try await patiently { try await self.api.push(batch.map(\.change), asUser: user) }
+                learnServerTime(ServerTimeSample(answer.serverTime, sent: sent, received: clock()))
+                results = answer.results
             } catch let error as LocifyError where error.refusesWholeBatch {
                 inFlight.subtract(ids)
                 if batch.count > 1 {
@@ -628,11 +639,12 @@ public actor SyncEngine {
                 outcome = prefetched
                 fetched = nil
             } else {
-                outcome = await Self.feedPage(api, since: progress.requested, limit: limit, user: user, maxRetryAfter: maxRetryAfter)
+                outcome = await Self.feedPage(api, since: progress.requested, limit: limit, user: user, maxRetryAfter: maxRetryAfter, clock: clock)
             }
             let page: FeedPage
             do {
                 page = try outcome.get()
+                learnServerTime(page.timeSample)
             } catch let error as LocifyError where progress.requested != nil && (error.code == "E009" || error.code == "E001") {
                 // The cursor expired (E009) or the server does not take it (E001): start again
                 // from a snapshot, keeping the unsynced local changes.
@@ -648,7 +660,8 @@ public actor SyncEngine {
             }
             if progress.isDue {
                 // The next page travels (and is decoded, off this actor) while these are stored.
-                async let next = Self.feedPage(api, since: page.cursor, limit: limit, user: user, maxRetryAfter: maxRetryAfter)
+                async let next = Self.feedPage(
+                    api, since: page.cursor, limit: limit, user: user, maxRetryAfter: maxRetryAfter, clock: clock)
                 try store(&progress, report: &report)
                 fetched = await next
             }
@@ -759,10 +772,13 @@ public actor SyncEngine {
     /// One page of the feed, or what stopped it; runs off the actor (the decoding too), so that a
     /// page can be fetched while the ones before are stored.
     private nonisolated static func feedPage(
-        _ api: LocifyAPIClient, since cursor: String?, limit: Int, user: String, maxRetryAfter: Int
+        _ api: LocifyAPIClient, since cursor: String?, limit: Int, user: String, maxRetryAfter: Int, clock: @Sendable () -> Date
     ) async -> Result<FeedPage, any Error> {
         do {
-            return .success(try await patiently(maxRetryAfter: maxRetryAfter) { try await api.pull(since: cursor, limit: limit, asUser: user) })
+            let sent = clock()
+            var page = try await patiently(maxRetryAfter: maxRetryAfter) { try await api.pull(since: cursor, limit: limit, asUser: user) }
+            page.timeSample = ServerTimeSample(page.serverTime, sent: sent, received: clock())
+            return .success(page)
         } catch {
             return .failure(error)
         }
@@ -819,6 +835,10 @@ public actor SyncEngine {
             outbox: OutboxState(entries, nextID: metadata.nextOutboxID), metadata: metadata,
             refused: Dictionary(refused.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last }))
         state = loaded
+        if !serverClockLoaded {
+            serverClockLoaded = true
+            serverClock = ServerClockOffset(persisted: metadata.serverClockOffset)
+        }
         updateStatus(from: loaded)
         // Edits after a relaunch are stamped after the ones still queued.
         if let latest = entries.compactMap({ $0.change.updatedAt?.locifyMilliseconds }).max() {
@@ -845,6 +865,9 @@ public actor SyncEngine {
     /// then reports its events. A store failure changes nothing (the next use reloads from the
     /// store) and is thrown as ``LocifyError/storeFailed(_:)``.
     func commit(_ transaction: inout StoreTransaction) throws {
+        if serverClock.isLearnt, transaction.metadata.serverClockOffset.map({ abs($0 - serverClock.milliseconds) >= 100 }) ?? true {
+            transaction.setServerClockOffset(serverClock.milliseconds)  // kept for the next launch, to 0.1 s
+        }
         let changes = transaction.takeChanges()
         if !changes.isEmpty {
             do {
@@ -869,11 +892,23 @@ public actor SyncEngine {
     /// always wins over its earlier one, even when its copy went back to an older server version
     /// after a refused change).
     private func stamp(after previous: Date?) -> Date {
-        var milliseconds = clock().locifyMilliseconds
+        var milliseconds = serverClock.serverTime(at: clock())
         if let previous { milliseconds = max(milliseconds, previous.locifyMilliseconds + 1) }
         if lastStamp != .min { milliseconds = max(milliseconds, lastStamp + 1) }
         lastStamp = milliseconds
         return Date(locifyMilliseconds: milliseconds)
+    }
+
+    /// How far the server's clock is ahead of this device's (negative: behind), as learnt from the
+    /// sync answers' `server_time` (0 before the first answer, or the last launch's): edits are
+    /// stamped with the device's clock plus this.
+    public var serverClockOffset: Duration { .milliseconds(serverClock.milliseconds) }
+
+    /// Takes in the server's time of one answer (``ServerClockOffset``).
+    func learnServerTime(_ sample: ServerTimeSample?) {
+        guard let sample else { return }
+        _ = try? loaded()  // the persisted estimate first, so that this one replaces it
+        serverClock.learn(serverTime: sample.serverTime, sent: sample.sent, received: sample.received)
     }
 
     func acquireSyncTurn() async {
@@ -929,6 +964,12 @@ extension PushChange {
 }
 
 /// A location as the app edits it (the engine stamps the time and keeps the server's fields).
+///
+/// A draft of an existing location (``init(editing:)``) remembers the record it was read from, its
+/// ``base``: saving it writes only the fields the user changed since onto the location as it is
+/// then (a three-way merge), so a field another device changed while the edit form was open (a
+/// pull brought a favourite, a photo) survives the save. A draft made from scratch has no base
+/// and is saved whole.
 public struct LocationDraft: Sendable, Hashable {
     /// The location's id: a new random one for a new location, the record's own for an edit.
     public var id: UUID
@@ -949,6 +990,9 @@ public struct LocationDraft: Sendable, Hashable {
     /// At most 10 distinct absolute `https` URLs; with an image uploader, also `file://` URLs of
     /// photos taken offline (``SyncEngine/setImageUploader(_:settings:)``).
     public var imageURLs: [String]
+    /// The record this draft was read from (nil for a draft made from scratch): what the user's
+    /// changes are measured against when it is saved.
+    public private(set) var base: Location?
 
     /// A new location (a random `id` by default) with these fields, for ``SyncEngine/saveLocation(_:)``.
     public init(
@@ -966,11 +1010,41 @@ public struct LocationDraft: Sendable, Hashable {
         self.imageURLs = imageURLs
     }
 
-    /// The draft of an existing location, to edit and save back.
-    public init(_ location: Location) {
+    /// The draft of an existing location, to edit and save back: saving writes only the fields
+    /// changed since onto the location as it is then (``base``).
+    public init(editing location: Location) {
         self.init(
             id: location.id, categoryID: location.categoryID, name: location.name, address: location.address,
             description: location.description, latitude: location.latitude, longitude: location.longitude,
             isFavorite: location.isFavorite, imageURLs: location.imageURLs)
+        base = location
+    }
+
+    /// ``init(editing:)``.
+    public init(_ location: Location) {
+        self.init(editing: location)
+    }
+
+    /// The draft to save onto `current` (the location as it is now; nil when it is gone): the
+    /// fields the user changed since ``base`` are this draft's, the others `current`'s. Photos
+    /// merge as sets: the ones the user added and removed are added to and removed from
+    /// `current`'s (the user's list when the merge would exceed the limit).
+    func merged(onto current: Location?) -> LocationDraft {
+        guard let base, let current else { return self }
+        func pick<Value: Equatable>(_ field: KeyPath<LocationDraft, Value>, _ same: KeyPath<Location, Value>) -> Value {
+            self[keyPath: field] != base[keyPath: same] ? self[keyPath: field] : current[keyPath: same]
+        }
+        var merged = LocationDraft(
+            id: id, categoryID: pick(\.categoryID, \.categoryID), name: pick(\.name, \.name), address: pick(\.address, \.address),
+            description: pick(\.description, \.description), latitude: pick(\.latitude, \.latitude),
+            longitude: pick(\.longitude, \.longitude), isFavorite: pick(\.isFavorite, \.isFavorite), imageURLs: current.imageURLs)
+        if imageURLs != base.imageURLs {
+            let removed = Set(base.imageURLs).subtracting(imageURLs)
+            let kept = current.imageURLs.filter { !removed.contains($0) }
+            let images = kept + imageURLs.filter { !base.imageURLs.contains($0) && !kept.contains($0) }
+            merged.imageURLs = images.count <= LocationRules.maxImageURLs ? images : imageURLs
+        }
+        merged.base = current
+        return merged
     }
 }

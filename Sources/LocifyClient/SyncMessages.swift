@@ -131,9 +131,15 @@ public struct FeedPage: Decodable, Sendable, Hashable {
     public var cursor: String
     /// True exactly when more changes remain after this page.
     public var hasMore: Bool
+    /// The server's clock when it answered (`server_time`; nil from a server without it): the
+    /// engine learns its clock's offset from it.
+    public var serverTime: Date?
+    /// `serverTime` with the device's times of the request and the answer, set by the engine.
+    var timeSample: ServerTimeSample?
 
     enum CodingKeys: String, CodingKey {
         case changes, cursor
         case hasMore = "has_more"
+        case serverTime = "server_time"
     }
 }

@@ -146,6 +146,32 @@ public enum ScheduledReason: Sendable, Hashable {
     case retry
 }
 
+/// What a ``SyncScheduler`` is doing, for a status view (``SyncStatus/schedule``).
+public struct ScheduleState: Sendable, Hashable {
+    /// Whether the connectivity said online at its last reading.
+    public var isOnline = true
+    /// Whether live mode runs (``SyncSchedule/liveInForeground``).
+    public var isLive = false
+    /// Whether one of its syncs runs.
+    public var isSyncing = false
+    /// Failures since the last success (the backoff's count).
+    public var consecutiveFailures = 0
+    /// The earliest sync planned, nil when none is.
+    public var nextAttempt: ScheduledAttempt?
+
+    /// A state with these values (the default: online, idle, nothing planned).
+    public init(
+        isOnline: Bool = true, isLive: Bool = false, isSyncing: Bool = false, consecutiveFailures: Int = 0,
+        nextAttempt: ScheduledAttempt? = nil
+    ) {
+        self.isOnline = isOnline
+        self.isLive = isLive
+        self.isSyncing = isSyncing
+        self.consecutiveFailures = consecutiveFailures
+        self.nextAttempt = nextAttempt
+    }
+}
+
 /// The next sync the scheduler has planned: why, and when (on the schedule's clock).
 public struct ScheduledAttempt: Sendable, Hashable {
     /// What planned it.
@@ -166,11 +192,17 @@ public actor SyncScheduler {
         public var sync: @Sendable () async throws -> SyncReport
         /// Live mode until the task is cancelled (used when ``SyncSchedule/liveInForeground`` is set).
         public var live: (@Sendable (LiveSyncSettings) async -> Void)?
+        /// Told of each change of the scheduler's ``ScheduleState``, in order.
+        public var stateChanged: (@Sendable (ScheduleState) -> Void)?
 
         /// The operations to schedule.
-        public init(sync: @escaping @Sendable () async throws -> SyncReport, live: (@Sendable (LiveSyncSettings) async -> Void)? = nil) {
+        public init(
+            sync: @escaping @Sendable () async throws -> SyncReport, live: (@Sendable (LiveSyncSettings) async -> Void)? = nil,
+            stateChanged: (@Sendable (ScheduleState) -> Void)? = nil
+        ) {
             self.sync = sync
             self.live = live
+            self.stateChanged = stateChanged
         }
     }
 
@@ -180,6 +212,8 @@ public actor SyncScheduler {
         case connectivity(Bool)
         case due(ScheduledReason, generation: UInt64)
         case finished(Result<SyncReport, LocifyError>)
+        /// Live mode run `run` returned by itself (another account's token), not stopped by the scheduler.
+        case liveEnded(run: UInt64)
         case refresh(CheckedContinuation<SyncReport, any Error>)
     }
 
@@ -205,6 +239,8 @@ public actor SyncScheduler {
     private var planned: [ScheduledReason: (at: Duration, generation: UInt64, timer: Task<Void, Never>)] = [:]
     private var generation: UInt64 = 0
     private var liveTask: Task<Void, Never>?
+    /// The number of live mode runs started: tells a run's end from an earlier one's.
+    private var liveRuns: UInt64 = 0
 
     /// Syncs run, and failures in a row (for status displays and tests).
     public private(set) var syncCount = 0
@@ -235,10 +271,28 @@ public actor SyncScheduler {
     /// Whether live mode runs now (``SyncSchedule/liveInForeground``).
     public var isLive: Bool { liveTask != nil }
 
+    /// All of the above at once.
+    public var state: ScheduleState {
+        ScheduleState(
+            isOnline: online, isLive: isLive, isSyncing: isSyncing, consecutiveFailures: consecutiveFailures, nextAttempt: nextAttempt)
+    }
+
+    /// The state last told to ``Operations/stateChanged``.
+    private var publishedState: ScheduleState?
+
+    /// Tells ``Operations/stateChanged`` of the state when it changed.
+    private func publishState() {
+        let current = state
+        guard current != publishedState, let stateChanged = operations.stateChanged else { return }
+        publishedState = current
+        stateChanged(current)
+    }
+
     /// Starts following edits, the app state and connectivity, and syncs at once (when online).
     /// A stopped scheduler does not start again: make a new one.
     public func start() {
         guard loop == nil, !stopped else { return }
+        defer { publishState() }
         let stream = self.stream
         loop = Task { [weak self] in
             for await input in stream {
@@ -293,6 +347,7 @@ public actor SyncScheduler {
     // MARK: The state machine (every input is handled in turn, on the actor)
 
     private func handle(_ input: Input) {
+        defer { if !stopped { publishState() } }
         guard !stopped else {
             if case .refresh(let waiter) = input { waiter.resume(throwing: LocifyError.cancelled) }
             return
@@ -331,6 +386,12 @@ public actor SyncScheduler {
             trigger(reason)
         case .finished(let result):
             finished(result)
+        case .liveEnded(let run):
+            // Live mode ended without being stopped: the scheduler is not live any more, and
+            // syncs again after a pause (a success starts live mode again).
+            guard run == liveRuns, liveTask != nil else { return }
+            liveTask = nil
+            planRetry(after: nil)
         case .refresh(let waiter):
             waitingOnNext.append(waiter)
             if isSyncing { again = true } else { runSync() }
@@ -386,22 +447,24 @@ public actor SyncScheduler {
             } else if !isLive && !startLiveIfDue() && appState == .foreground && online {
                 plan(.timer, after: schedule.foregroundInterval)
             }
-        case .failure(.cancelled):
-            if !waitingOnNext.isEmpty {
-                runSync()
-            } else if again {
-                trigger()
-            }
         case .failure(let error):
-            let pause = backoff.pause(
-                retryAfter: error.retryAfterSeconds, initial: schedule.initialBackoff, maximum: schedule.maximumBackoff,
-                random: schedule.random)
-            retryAfterInForce = error.retryAfterSeconds != nil
-            cancelPlan(.edits)
-            cancelPlan(.timer)
-            plan(.retry, after: pause)
+            // A cancelled sync is retried too: the scheduler cancels its syncs only when it stops
+            // (and then takes in no result), so this cancellation came from elsewhere.
+            planRetry(after: error)
             if !waitingOnNext.isEmpty { runSync() }  // a pull-to-refresh made meanwhile still runs
         }
+    }
+
+    /// Plans the next attempt after one more failure (`error`, nil when live mode ended), with
+    /// the backoff, never sooner than the server's `Retry-After`.
+    private func planRetry(after error: LocifyError?) {
+        let retryAfter = error?.retryAfterSeconds
+        let pause = backoff.pause(
+            retryAfter: retryAfter, initial: schedule.initialBackoff, maximum: schedule.maximumBackoff, random: schedule.random)
+        retryAfterInForce = retryAfter != nil
+        cancelPlan(.edits)
+        cancelPlan(.timer)
+        plan(.retry, after: pause)
     }
 
     // MARK: Planned syncs
@@ -434,7 +497,12 @@ public actor SyncScheduler {
         stopLive()  // after a reconnection, a fresh start rather than live mode's own backoff
         cancelPlan(.timer)
         cancelPlan(.edits)
-        liveTask = Task { await live(settings) }
+        liveRuns &+= 1
+        let run = liveRuns, inputs = self.inputs
+        liveTask = Task {
+            await live(settings)
+            inputs.yield(.liveEnded(run: run))
+        }
         return true
     }
 

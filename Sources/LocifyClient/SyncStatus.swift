@@ -33,6 +33,9 @@ public struct SyncStatus: Sendable, Hashable {
     public var unseenRefusals = 0
     /// Local changes that lost to a newer version (E008) since the user last looked.
     public var unseenConflicts = 0
+    /// What the schedule ``SyncEngine/start(_:)`` runs is doing (online, live, the next attempt
+    /// and why, failures in a row); nil while none runs.
+    public var schedule: ScheduleState?
 
     /// The status of an engine that has done nothing yet.
     public init() {}

@@ -152,7 +152,7 @@ private func buildAPI(
                 live: liveChanges?.statistics)
         },
         openAPIDocument: FileManager.default.contents(atPath: dependencies.openAPIPath).map { Array($0) },
-        clock: dependencies.monotonicClock, logger: logger)
+        clock: dependencies.monotonicClock, wallClock: dependencies.wallClock, logger: logger)
     return (front, serverBox)
 }
 

@@ -428,6 +428,6 @@ struct SyncPushTests {
         response = try server.request("POST", "/v1/sync/push", json: ["changes": []])
         #expect(response.status == 401 && response.errorCode == "E005")
         response = try server.request("POST", "/v1/sync/push", token: client.token, json: ["changes": []])
-        #expect(response.status == 200 && response.object == ["results": []])
+        #expect(response.status == 200 && response.object["results"] == .array([]))
     }
 }

@@ -62,6 +62,18 @@ final class TokenCache: Sendable {
     let value = Mutex<String?>(nil)
 }
 
+/// A device clock whose offset from the real one the test changes while it runs (the user sets
+/// the device's time after its last sync, so the offset the engine learnt is off by as much).
+final class SettableClock: Sendable {
+    private let offset = Mutex<TimeInterval>(0)
+
+    func set(offset seconds: TimeInterval) { offset.withLock { $0 = seconds } }
+
+    var read: @Sendable () -> Date {
+        { [self] in Date().addingTimeInterval(offset.withLock { $0 }) }
+    }
+}
+
 /// A device clock `offset` seconds away from the real one.
 func offsetClock(_ offset: TimeInterval) -> @Sendable () -> Date {
     { Date().addingTimeInterval(offset) }

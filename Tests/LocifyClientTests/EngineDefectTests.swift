@@ -177,8 +177,9 @@ struct EngineDefectTests {
         let server = try TestServer.start(configure: { $0.maxPushChanges = 1 })
         defer { server.stop() }
         let harness = ClientHarness(server)
-        // a's clock is a minute behind, so b's later rename is newer than a's delete.
-        let a = await Device.make(harness, "a", clockOffset: -60), b = await Device.make(harness, "b")
+        // a's clock is set a minute back after its sync, so b's later rename is newer than a's delete.
+        let aClock = SettableClock()
+        let a = await Device.make(harness, "a", clock: aClock), b = await Device.make(harness, "b")
         defer { a.done(); b.done() }
         let doomed = try await a.engine.saveCategory(name: "Doomed")
         let target = try await a.engine.saveCategory(name: "Target")
@@ -187,6 +188,7 @@ struct EngineDefectTests {
         let untouched = try await a.engine.saveLocation(LocationDraft(categoryID: doomed.id, name: "Untouched", latitude: 1, longitude: 1))
         try await a.engine.sync()
         try await b.engine.sync()
+        aClock.set(offset: -60)
 
         try await a.engine.deleteCategory(id: doomed.id, reassignTo: target.id)
         var draft = LocationDraft(try #require(try await a.engine.location(id: edited.id)))

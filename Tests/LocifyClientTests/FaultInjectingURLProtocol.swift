@@ -46,6 +46,9 @@ final class FaultInjectingURLProtocol: URLProtocol {
             case .failBeforeSending:
                 loader.fail(URLError(.notConnectedToInternet))
                 return
+            case .systemCancelled:
+                loader.fail(URLError(.cancelled))
+                return
             case .timeoutBeforeSending:
                 Thread.sleep(forTimeInterval: 0.02)
                 loader.fail(URLError(.timedOut))
@@ -166,6 +169,9 @@ enum Fault: Sendable, Equatable {
     case delayed(Int)
     /// Time out before the request reaches the server.
     case timeoutBeforeSending
+    /// The system cancels the request before it reaches the server (`URLError.cancelled`, -999:
+    /// iOS does so on network changes and backgrounding), the app not having asked for it.
+    case systemCancelled
     /// The server applies the request, then the client times out waiting for the answer.
     case timeoutAfterApplying
     /// An error answer (500, 503, 429) in place of the server's, which never sees the request.
@@ -184,7 +190,7 @@ enum Fault: Sendable, Equatable {
     /// Whether the server never saw the request.
     var isBeforeSending: Bool {
         switch self {
-        case .failBeforeSending, .timeoutBeforeSending, .answerBeforeSending: return true
+        case .failBeforeSending, .timeoutBeforeSending, .systemCancelled, .answerBeforeSending: return true
         default: return false
         }
     }

@@ -129,7 +129,7 @@ struct LocalQueryTests {
             let search = terms.randomElement(using: &random) ?? nil
             let sort = sorts[round % sorts.count]
             let remote = LocifyAPIClient.LocationQuery(categoryID: categoryID, isFavorite: isFavorite, search: search, sort: sort)
-            let query = LocalQuery(categoryID: categoryID, isFavorite: isFavorite, search: search, sort: sort)
+            let query = LocalQuery(categoryID: categoryID, isFavorite: isFavorite, search: search, sort: sort, limit: nil)
             let all = try await api.allLocations(remote)
             let size = Int.random(in: 1...25, using: &random)
             let page = Int.random(in: 1...(all.count / size + 2), using: &random)

@@ -207,7 +207,15 @@ struct MultiDeviceSoakTests {
                         categoryID: category.id, name: "l-" + name, address: Bool.random(using: &random) ? "1 Main St" : nil,
                         latitude: Double.random(in: -90...90, using: &random).rounded() / 2,
                         longitude: Double.random(in: -180...180, using: &random).rounded() / 2)))
-        case 63..<88:
+        case 80..<88:
+            // An edit form held open across a sync: the draft is read, a sync brings what the
+            // other devices did meanwhile, then the user changes one field and saves; the save
+            // writes that field only, onto the place as it is then.
+            var draft = LocationDraft(editing: locations[Int.random(in: 0..<locations.count, using: &random)])
+            try await syncTolerantly(device)
+            if Bool.random(using: &random) { draft.name += "\u{2032}" } else { draft.isFavorite.toggle() }
+            locationWrite(try await engine.saveLocation(draft))
+        case 63..<80:
             var draft = LocationDraft(locations[Int.random(in: 0..<locations.count, using: &random)])
             switch Int.random(in: 0..<3, using: &random) {
             case 0: draft.name += "'"

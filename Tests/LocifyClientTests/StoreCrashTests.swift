@@ -86,7 +86,7 @@ struct StoreCrashTests {
         let metadata = try store.metadata()
         let outbox = try store.outbox()
         let categories = Dictionary(uniqueKeysWithValues: try store.categories().map { ($0.id, $0) })
-        let locations = Dictionary(uniqueKeysWithValues: try store.locations(LocalQuery()).map { ($0.id, $0) })
+        let locations = Dictionary(uniqueKeysWithValues: try store.locations(LocalQuery(limit: nil)).map { ($0.id, $0) })
         #expect(metadata.nextOutboxID > (outbox.map(\.id).max() ?? 0), "round \(round): the next outbox id is past every entry")
         for location in locations.values {
             #expect(categories[location.categoryID] != nil, "round \(round): \(location.name)'s category is in the store")

@@ -12,11 +12,11 @@ struct Device: Sendable {
 
     static func make(
         _ harness: ClientHarness, _ label: String, clockOffset: TimeInterval = 0, store: (any LocalStore)? = nil,
-        pullLimit: Int = 500
+        pullLimit: Int = 500, clock: SettableClock? = nil
     ) async -> Device {
         let name = "\(label)\(UInt32.random(in: 0...UInt32.max))"
         let engine = SyncEngine(
-            api: harness.faultyAPI(device: name), store: store ?? InMemoryStore(), clock: offsetClock(clockOffset))
+            api: harness.faultyAPI(device: name), store: store ?? InMemoryStore(), clock: clock?.read ?? offsetClock(clockOffset))
         await engine.setPullLimit(pullLimit)
         return Device(name: name, engine: engine, events: await EventLog(engine))
     }
@@ -82,12 +82,14 @@ struct SyncEngineTests {
         let server = try TestServer.start()
         defer { server.stop() }
         let harness = ClientHarness(server)
-        // a's clock is a minute behind, so its offline edit is older than b's later one.
-        let a = await Device.make(harness, "a", clockOffset: -60), b = await Device.make(harness, "b")
+        // a's clock is set a minute back after its sync, so its offline edit is older than b's later one.
+        let aClock = SettableClock()
+        let a = await Device.make(harness, "a", clock: aClock), b = await Device.make(harness, "b")
         defer { a.done(); b.done() }
         let category = try await b.engine.saveCategory(name: "Cafes")
         try await b.engine.sync()
         try await a.engine.sync()
+        aClock.set(offset: -60)
 
         try await a.engine.saveCategory(id: category.id, name: "Coffee (a, older)")
         let newer = try await b.engine.saveCategory(id: category.id, name: "Coffee (b, newer)")
@@ -108,7 +110,9 @@ struct SyncEngineTests {
         let server = try TestServer.start()
         defer { server.stop() }
         let harness = ClientHarness(server)
-        let a = await Device.make(harness, "a", clockOffset: -60), b = await Device.make(harness, "b")
+        // a's clock is set a minute back after its first sync (its learnt offset is then a minute off).
+        let aClock = SettableClock()
+        let a = await Device.make(harness, "a", clock: aClock), b = await Device.make(harness, "b")
         defer { a.done(); b.done() }
         let doomed = try await b.engine.saveCategory(name: "Doomed")
         let target = try await b.engine.saveCategory(name: "Target")
@@ -119,6 +123,7 @@ struct SyncEngineTests {
         }
         try await b.engine.sync()
         try await a.engine.sync()
+        aClock.set(offset: -60)
 
         try await a.engine.deleteCategory(id: doomed.id, reassignTo: reassign ? target.id : nil)
         #expect(try await a.engine.locations(in: doomed.id).isEmpty)
@@ -159,11 +164,14 @@ struct SyncEngineTests {
         let server = try TestServer.start()
         defer { server.stop() }
         let harness = ClientHarness(server)
-        let a = await Device.make(harness, "a", clockOffset: -60), b = await Device.make(harness, "b")
+        // a's clock is set a minute back after its first sync (its learnt offset is then a minute off).
+        let aClock = SettableClock()
+        let a = await Device.make(harness, "a", clock: aClock), b = await Device.make(harness, "b")
         defer { a.done(); b.done() }
         let category = try await b.engine.saveCategory(name: "Kept")
         try await b.engine.sync()
         try await a.engine.sync()
+        aClock.set(offset: -60)
         let location = try await a.engine.saveLocation(LocationDraft(categoryID: category.id, name: "New", latitude: 0, longitude: 0))
         try await a.engine.deleteCategory(id: category.id)
         try await b.engine.saveCategory(id: category.id, name: "Kept, edited later")
@@ -347,13 +355,16 @@ struct SyncEngineTests {
         let server = try TestServer.start(configure: { $0.tombstoneRetentionSeconds = 1 })
         defer { server.stop() }
         let harness = ClientHarness(server)
-        let a = await Device.make(harness, "a", clockOffset: -60), b = await Device.make(harness, "b")
+        // a's clock is set a minute back after its first sync (its learnt offset is then a minute off).
+        let aClock = SettableClock()
+        let a = await Device.make(harness, "a", clock: aClock), b = await Device.make(harness, "b")
         defer { a.done(); b.done() }
         let category = try await b.engine.saveCategory(name: "C")
         let gone = try await b.engine.saveLocation(LocationDraft(categoryID: category.id, name: "Gone", latitude: 0, longitude: 0))
         let kept = try await b.engine.saveLocation(LocationDraft(categoryID: category.id, name: "Kept", latitude: 0, longitude: 0))
         try await b.engine.sync()
         try await a.engine.sync()
+        aClock.set(offset: -60)
         try await b.engine.deleteLocation(id: gone.id)
         try await b.engine.sync()
         try await Task.sleep(for: .milliseconds(1100))  // a's cursor expires

@@ -176,11 +176,13 @@ struct SyncStatusTests {
         let server = try TestServer.start()
         defer { server.stop() }
         let harness = ClientHarness(server)
-        let a = SyncEngine(api: harness.api(), store: InMemoryStore(), clock: offsetClock(-100))
+        let aClock = SettableClock()  // set 100 s back after a's sync: its next edit is older than b's
+        let a = SyncEngine(api: harness.api(), store: InMemoryStore(), clock: aClock.read)
         let b = SyncEngine(api: harness.api(), store: InMemoryStore())
         let category = try await a.saveCategory(name: "Old")
         try await a.sync()
         try await b.sync()
+        aClock.set(offset: -100)
         try await a.saveCategory(id: category.id, name: "Older edit")
         try await b.saveCategory(id: category.id, name: "Newer edit")
         try await b.sync()

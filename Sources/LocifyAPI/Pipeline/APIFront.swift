@@ -24,10 +24,12 @@ public struct APIFront: Sendable {
     ///   - gauges: what `/metrics` reports besides the request counters, read at each scrape.
     ///   - openAPIDocument: the contract `/openapi.yaml` serves; nil when it was not found.
     ///   - clock: the application's monotonic clock (rate limits, readiness cache, durations).
+    ///   - wallClock: the application's wall clock (the sync answers' `server_time`).
     public init(
         configuration: Configuration, maxBodyBytes: Int, services: LocifyServices, verifier: IDTokenVerifier,
         liveChanges: LiveChanges?, cleanupQueued: @escaping @Sendable () -> Void, databaseReady: @escaping @Sendable () -> Bool,
-        gauges: @escaping @Sendable () -> MetricsGauges, openAPIDocument: [UInt8]?, clock: MonotonicClock, logger: Logger
+        gauges: @escaping @Sendable () -> MetricsGauges, openAPIDocument: [UInt8]?, clock: MonotonicClock, wallClock: WallClock,
+        logger: Logger
     ) {
         let metrics = Metrics()
         let readiness = Readiness()
@@ -40,7 +42,8 @@ public struct APIFront: Sendable {
                 tombstoneRetentionSeconds: configuration.tombstoneRetentionSeconds,
                 maxWaitSeconds: liveChanges == nil ? 0 : configuration.maxWaitSeconds),
             longPoll: liveChanges.map { LongPoll(changes: $0, maxWaitSeconds: configuration.maxWaitSeconds) },
-            cleanupQueued: cleanupQueued
+            cleanupQueued: cleanupQueued,
+            wallClock: wallClock
         ).register(in: &router)
         UserRoutes(services: services, cleanupQueued: cleanupQueued).register(in: &router)
         OperationsRoutes(

@@ -1,6 +1,7 @@
 import HTTPServer
 import JSON
 import Locify
+import Primitives
 
 /// The handlers of `/v1/sync/push`, `/v1/sync/changes` (openapi.yaml) and `/v1/info`.
 struct SyncRoutes: Sendable {
@@ -11,6 +12,9 @@ struct SyncRoutes: Sendable {
     let longPoll: LongPoll?
     /// Wakes the background workers after a category delete queued Storage clean-up (and perhaps a cascade).
     let cleanupQueued: @Sendable () -> Void
+    /// The server's wall clock: the `server_time` of each push and pull answer, from which clients
+    /// learn their clock's offset.
+    let wallClock: WallClock
 
     /// Most changes one pull returns.
     static let maxPullLimit = 1000
@@ -22,6 +26,7 @@ struct SyncRoutes: Sendable {
     func register(in router: inout Router<Route>) {
         let sync = services.sync
         let cleanupQueued = self.cleanupQueued
+        let wallClock = self.wallClock
         router.addAuthenticated(
             .POST, "/v1/sync/push", takesBody: true,
             decode: { (request) throws -> [PushedChange] in
@@ -38,6 +43,7 @@ struct SyncRoutes: Sendable {
                 writer.beginArray()
                 for result in results { writer.pushResult(result, userID: caller.userID) }
                 writer.endArray()
+                writer.serverTime(wallClock)
                 writer.endObject()
             }
         }
@@ -55,7 +61,7 @@ struct SyncRoutes: Sendable {
         ) { pull, caller in
             let read: @Sendable () throws -> FeedPage = { try sync.pull(caller, since: pull.since, limit: pull.limit) }
             let userID = caller.userID
-            let render: @Sendable (FeedPage) -> HTTPResponse = { page in Self.render(page, userID: userID) }
+            let render: @Sendable (FeedPage) -> HTTPResponse = { page in Self.render(page, userID: userID, serverTime: wallClock) }
             guard pull.wait > 0, let longPoll, longPoll.maxWaitSeconds > 0 else { return .response(render(try read())) }
             return try longPoll.pull(userID: userID, seconds: pull.wait, read: read, render: render)
         }
@@ -70,8 +76,9 @@ struct SyncRoutes: Sendable {
 }
 
 extension SyncRoutes {
-    /// `{"changes", "cursor", "has_more"}` of one pull.
-    static func render(_ page: FeedPage, userID: String) -> HTTPResponse {
+    /// `{"changes", "cursor", "has_more", "server_time"}` of one pull (`server_time` read as it is
+    /// written: a long-poll's answer carries the time it was sent, not the time it was asked).
+    static func render(_ page: FeedPage, userID: String, serverTime clock: WallClock) -> HTTPResponse {
         .json(capacity: 128 + 400 * page.changes.count) { writer in
             writer.beginObject()
             writer.key("changes")
@@ -82,6 +89,7 @@ extension SyncRoutes {
             writer.string(page.cursor.encoded(for: userID))
             writer.key("has_more")
             writer.bool(page.hasMore)
+            writer.serverTime(clock)
             writer.endObject()
         }
     }
@@ -144,6 +152,13 @@ struct ClientLimits: Sendable {
 }
 
 extension JSONWriter {
+    /// `"server_time"`: the server's clock now, in milliseconds like every timestamp. A client
+    /// learns its own clock's offset from it (the `Date` header has only seconds).
+    mutating func serverTime(_ clock: WallClock) {
+        key("server_time")
+        timestamp(clock.now())
+    }
+
     /// `{"type", "action": "upsert" | "delete", "id", "data", "deleted_at"?}`.
     mutating func feedChange(_ change: RecordState, userID: String) {
         beginObject()

@@ -2,8 +2,9 @@ import Foundation
 import LocifyClient
 
 /// The places screen of an app, driven by typed commands instead of taps (issue 26 item 7): it
-/// lists and searches the local copy offline, edits it, shows the sync status, keeps a live count
-/// on screen, and lets ``SyncEngine/start(_:)`` sync after edits and when the network comes back.
+/// lists and searches the local copy offline, edits it, shows the sync status, keeps a live list,
+/// count and status line on screen (the README's SwiftUI places screen, issue 34), and lets
+/// ``SyncEngine/start(_:)`` sync after edits and when the network comes back.
 /// `locify-sample` runs it on standard input; the tests run it with a script.
 public actor PlacesScreen {
     /// The commands, for `help`.
@@ -18,6 +19,7 @@ public actor PlacesScreen {
           favorite <name>                     marks or unmarks a place as favourite
           delete <name>                       deletes a place
           offline | online                    what the path monitor would say (airplane mode)
+          background | foreground             the scene's phase: stops the schedule, starts it again
           status                              online, pending changes, the last sync, the next planned one
           refresh                             pull-to-refresh: sync now and wait for it
           wait                                wait until every edit is synced (30 s at most)
@@ -27,8 +29,12 @@ public actor PlacesScreen {
     private let engine: SyncEngine
     private let connectivity: ManualConnectivity
     private let print: @Sendable (String) -> Void
+    private var schedule = SyncSchedule()
     private var scheduler: SyncScheduler?
-    private var liveCount: Task<Void, Never>?
+    private var observations: [Task<Void, Never>] = []
+
+    /// The live list's query: the first 100 places by name.
+    private static let listQuery = LocalQuery(sort: .name).page(1, size: 100)
 
     /// A screen over `engine`, whose network state `connectivity` stands for; it writes its lines to `print`.
     public init(engine: SyncEngine, connectivity: ManualConnectivity, print: @escaping @Sendable (String) -> Void) {
@@ -37,28 +43,58 @@ public actor PlacesScreen {
         self.print = print
     }
 
-    /// What a view's `.task` does on appearing: start the schedule and the live count.
+    /// What a view's `.task` does on appearing: start the schedule, follow the list, the count and
+    /// the status (lines beginning with `[live]`).
     public func appear(_ schedule: SyncSchedule = SyncSchedule()) async {
-        var schedule = schedule
-        schedule.connectivity = connectivity
-        scheduler = await engine.start(schedule)
-        let counts = engine.observeLocationCount(LocalQuery())
+        self.schedule = schedule
+        self.schedule.connectivity = connectivity
+        scheduler = await engine.start(self.schedule)
+        follow(engine.observeLocationCount(LocalQuery())) { "\($0) place\($0 == 1 ? "" : "s")" }
+        follow(engine.observeLocations(Self.listQuery)) { "list: " + Self.listLine($0) }
+        let statuses = await engine.statusUpdates()
         let print = self.print
-        liveCount = Task {
-            do {
-                for try await count in counts { print("[live] \(count) place\(count == 1 ? "" : "s")") }
-            } catch {
-                print("[live] stopped: \(error)")
-            }
-        }
+        observations.append(Task { for await status in statuses { print("[live] status: " + Self.statusLine(status)) } })
+    }
+
+    /// Prints each value of `query` as `line` says, until ``disappear()``.
+    private func follow<Value>(_ query: LiveQuery<Value>, _ line: @escaping @Sendable (Value) -> String) {
+        let print = self.print
+        observations.append(
+            Task {
+                do {
+                    for try await value in query { print("[live] " + line(value)) }
+                } catch {
+                    print("[live] stopped: \(error)")
+                }
+            })
     }
 
     /// What the view does on disappearing (or the app at sign-out): stop syncing and observing.
     public func disappear() async {
-        liveCount?.cancel()
-        liveCount = nil
+        for observation in observations { observation.cancel() }
+        observations = []
         await engine.stop()
         scheduler = nil
+    }
+
+    /// The status badge (the README's places screen shows the same text): what sync is doing, the
+    /// changes waiting, when the copy was last complete.
+    public static func statusLine(_ status: SyncStatus) -> String {
+        var parts: [String] =
+            switch status.activity {
+            case .idle: status.pendingChanges == 0 ? ["up to date"] : []
+            case .syncing(let progress): ["syncing \(progress.pushed)/\(progress.toPush)"]
+            case .offline: ["offline"]
+            case .failed(let error): ["sync failed (\(error.code ?? "network"))"]
+            }
+        if status.pendingChanges > 0 { parts.append("\(status.pendingChanges) to sync") }
+        if let last = status.lastSyncedAt { parts.append("synced \(last.formatted(.relative(presentation: .named)))") }
+        return parts.joined(separator: ", ")
+    }
+
+    /// The list's rows on one line: `★` marks a favourite.
+    private static func listLine(_ places: [Location]) -> String {
+        places.isEmpty ? "(no places)" : places.map { "\($0.isFavorite ? "★" : "·") \($0.name)" }.joined(separator: ", ")
     }
 
     /// Runs one command line; false for `quit`. A failure is printed, never thrown.
@@ -87,6 +123,13 @@ public actor PlacesScreen {
             case "online":
                 connectivity.set(true)
                 print("online: syncing")
+            case "background":
+                await engine.stop()
+                scheduler = nil
+                print("background: the schedule stopped")
+            case "foreground":
+                scheduler = await engine.start(schedule)
+                print("foreground: syncing")
             case "status": print(try await status())
             case "refresh":
                 let report = try await engine.refresh()

@@ -33,7 +33,10 @@ let api = LocifyAPIClient(baseURL: server) { _ in token }
 let engine = SyncEngine(api: api, store: try SQLiteStore(path: storePath))
 let screen = PlacesScreen(engine: engine, connectivity: ManualConnectivity()) { line in print(line) }
 print("locify-sample on \(server.absoluteString), store \(storePath); `help` lists the commands")
-await screen.appear()
+// Live in the foreground: another device's change shows within milliseconds, as in the README's places screen.
+var schedule = SyncSchedule()
+schedule.liveInForeground = LiveSyncSettings()
+await screen.appear(schedule)
 while let line = readLine() {
     guard await screen.run(line) else { break }
 }

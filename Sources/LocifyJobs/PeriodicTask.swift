@@ -10,6 +10,8 @@ final class PeriodicTask: Sendable {
         var started = false
         var stopped = false
         var woken = false
+        /// Whether some `stop` has waited for the thread already (the semaphore is signalled once).
+        var finished = false
     }
 
     private let name: String
@@ -41,11 +43,17 @@ final class PeriodicTask: Sendable {
         changed.signal()
     }
 
+    /// Starts no further run; returns at once.
+    func drain() {
+        state.withLock { $0.stopped = true }
+        changed.signal()
+    }
+
     /// Stops after the current run; returns when the thread has finished.
     func stop() {
         let mustWait = state.withLock { state in
-            defer { state.stopped = true }
-            return state.started && !state.stopped
+            defer { (state.stopped, state.finished) = (true, true) }
+            return state.started && !state.finished
         }
         changed.signal()
         if mustWait { finished.wait() }

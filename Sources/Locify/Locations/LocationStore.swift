@@ -16,6 +16,84 @@ enum LocationStore: RecordTable {
         "SELECT \(unsafeSQL: columns.sql) FROM locations l WHERE l.user_id = \(userID) AND l.id = \(id)"
     }
 
+    /// `find`, for a write: a location still shown in a category whose cascade is pending is hidden
+    /// first, at the cascade's stamp, as settling would hide it (`PendingCascades`), so the write
+    /// meets the tombstone every read already shows.
+    static func findForWrite(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Location? {
+        try connection.query(
+            """
+            WITH target AS (
+                SELECT l.id, c.change_seq FROM users u
+                JOIN locations l ON l.user_id = u.id AND l.id = \(id) AND l.deleted_at IS NULL AND l.category_id = ANY (u.hiding)
+                JOIN categories c ON c.user_id = u.id AND c.id = l.category_id
+                WHERE u.id = \(userID)
+            ), hidden AS (
+                UPDATE locations l SET \(unsafeSQL: hidingAssignments), change_seq = target.change_seq
+                FROM target WHERE l.user_id = \(userID) AND l.id = target.id
+                RETURNING \(unsafeSQL: columns.sql)
+            )
+            SELECT * FROM hidden
+            UNION ALL
+            SELECT \(unsafeSQL: columns.sql) FROM locations l
+            WHERE l.user_id = \(userID) AND l.id = \(id) AND NOT EXISTS (SELECT 1 FROM hidden)
+            """
+        ).first.map(columns.decode)
+    }
+
+    /// Hides up to `limit` live locations shown in `category`, whose cascade is pending, at its
+    /// `stamp` (`PendingCascades.settleBatch`); returns how many. The category's counters drop by
+    /// the rows hidden, in the same statement, instead of once per row (`skipCounters`).
+    static func hideBatch(_ connection: PostgresConnection, userID: String, category: UUID, stamp: Int64, limit: Int) throws -> Int {
+        try skipCounters(connection, true)
+        let rows = try connection.query(
+            """
+            WITH target AS (
+                SELECT l.id FROM locations l
+                WHERE l.user_id = \(userID) AND l.category_id = \(category) AND l.deleted_at IS NULL
+                LIMIT \(Int64(limit))
+            ), hidden AS (
+                UPDATE locations l SET \(unsafeSQL: hidingAssignments), change_seq = \(stamp)
+                FROM target WHERE l.user_id = \(userID) AND l.id = target.id
+                RETURNING l.is_favorite
+            ), counted AS (
+                UPDATE categories c SET location_count = c.location_count - (SELECT count(*) FROM hidden),
+                       favorite_count = c.favorite_count - (SELECT count(*) FROM hidden WHERE is_favorite)
+                WHERE c.user_id = \(userID) AND c.id = \(category)
+            )
+            SELECT count(*) FROM hidden
+            """)
+        try skipCounters(connection, false)
+        return try rows.first.map { row throws(PostgresError) in
+            var column = ColumnReader(row)
+            return Int(try column.next(Int64.self))
+        } ?? 0
+    }
+
+    /// How a live location of a cascade's category is hidden, as `follow` hides it: under its own
+    /// category (the one its last write named), deleted at its own clock; the stamp is set beside.
+    private static let hidingAssignments = """
+        category_id = COALESCE(l.own_category_id, l.category_id), own_category_id = NULL, hidden = true,
+        deleted_at = l.updated_at, version = l.version + 1, changed_at = clock_timestamp()
+        """
+
+    /// Where the draft's category shows it: the category named when it is live, else what its
+    /// state says (`CategoryGraph`); E007 when the user never had that category. A write that keeps
+    /// a live location in the category it is shown in reads no category: a live location's
+    /// category is live, and the user's write lock keeps it so.
+    static func placement(
+        _ connection: PostgresConnection, userID: String, of draft: LocationDraft, stored: Location?
+    ) throws -> Placement {
+        if let stored, stored.deletedAt == nil, stored.categoryID == draft.categoryID { return .shown(in: draft.categoryID) }
+        guard let isLive = try CategoryStore.isLive(connection, userID: userID, id: draft.categoryID) else {
+            throw LocifyError(.unknownCategory)
+        }
+        if isLive { return .shown(in: draft.categoryID) }
+        guard let placement = try CategoryGraph.load(connection, userID: userID).placement(of: draft.categoryID) else {
+            throw LocifyError(.unknownCategory)
+        }
+        return placement
+    }
+
     /// Where the draft's category shows it: the category named when it is live, else what its
     /// state says (`CategoryGraph`); E007 when the user never had that category. A write that keeps
     /// a live location in the category it is shown in reads no category: a live location's

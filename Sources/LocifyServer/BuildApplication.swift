@@ -138,7 +138,7 @@ private func buildAPI(
             cleanupWorker.wake()
             cascadeWorker.wake()
         },
-        databaseReady: { (try? pool.withConnection { connection in try connection.query("SELECT 1") }) != nil },
+        databaseReady: { pool.isReachable() },
         gauges: {
             let poolStatistics = pool.statistics
             let jobs = cleanupWorker.statistics

@@ -95,7 +95,8 @@ struct GatedRead<Row> {
     /// there is no row (no account).
     func decode(_ rows: PostgresRows) throws(PostgresError) -> (admitted: Bool?, rows: [Row])? {
         guard let first = rows.first else { return nil }
-        let admitted = try first.decode(0, as: Bool?.self)
+        var gate = ColumnReader(first)
+        let admitted = try gate.next(Bool?.self)
         guard admitted == true else { return (admitted, []) }
         var decoded: [Row] = []
         decoded.reserveCapacity(rows.count)

@@ -31,9 +31,9 @@ enum CategoryStore: RecordTable {
 
     /// Whether the user's category `id` is live; nil when the user never had it.
     static func isLive(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Bool? {
-        try connection.query("SELECT deleted_at IS NULL FROM categories WHERE user_id = \(userID) AND id = \(id)").first.map {
-            row throws(PostgresError) in try row.decode(0, as: Bool.self)
-        }
+        let isLive = ColumnSet<Bool>(expression: "deleted_at IS NULL")
+        return try connection.query("SELECT \(unsafeSQL: isLive.sql) FROM categories WHERE user_id = \(userID) AND id = \(id)").first.map(
+            isLive.decode)
     }
 
     /// The categories of the user's pending cascades (`PendingCascades`), each with the stamp of

@@ -92,6 +92,12 @@ public final class CleanupWorker: Sendable {
         task.withLock { $0 }?.wake()
     }
 
+    /// Claims no further job; returns at once.
+    public func drain() {
+        stopRequested.store(true, ordering: .relaxed)
+        task.withLock { $0 }?.drain()
+    }
+
     /// Stops after the job in progress, if any (the rest of the queue waits for the next start).
     public func stop() {
         stopRequested.store(true, ordering: .relaxed)

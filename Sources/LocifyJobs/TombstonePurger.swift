@@ -30,6 +30,8 @@ public final class TombstonePurger: Sendable {
 
     /// Starts the periodic purge on its own thread.
     public func start() { task.start() }
+    /// Starts no further pass; returns at once.
+    public func drain() { task.drain() }
     /// Stops the periodic purge and waits for a running pass to end.
     public func stop() { task.stop() }
 

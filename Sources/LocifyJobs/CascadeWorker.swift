@@ -31,7 +31,7 @@ public final class CascadeWorker: Sendable {
         self.backoff = backoff
         let draining = Flag()
         self.draining = draining
-        self.task = PeriodicTask(name: "locify.cascade-worker", interval: interval) {
+        self.task = PeriodicTask(name: "locify.cascade-worker", interval: interval, clock: clock) {
             _ = CascadeWorker.settleAll(pool: pool, batchSize: batchSize, backoff: backoff, draining: draining, logger: logger)
         }
     }

@@ -16,15 +16,18 @@ final class PeriodicTask: Sendable {
 
     private let name: String
     private let interval: Duration
+    private let clock: MonotonicClock
     private let work: @Sendable () -> Void
     private let state = Mutex(State())
     /// Signalled after `woken` or `stopped` is set, so the sleeping thread looks at them again.
     private let changed = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 
-    init(name: String, interval: Duration, work: @escaping @Sendable () -> Void) {
+    /// A task running `work` every `interval`, measured on `clock`.
+    init(name: String, interval: Duration, clock: MonotonicClock = .system, work: @escaping @Sendable () -> Void) {
         self.name = name
         self.interval = interval
+        self.clock = clock
         self.work = work
     }
 
@@ -65,9 +68,11 @@ final class PeriodicTask: Sendable {
             if state.withLock({ $0.stopped }) { return }
             work()
             // A signal left over from an earlier wake only makes the loop look at the flags again.
-            let deadline = DispatchTime.now() + .nanoseconds(Int(interval.nanoseconds))
+            let deadline = clock.now() + interval
             while !state.withLock({ $0.stopped || $0.woken }) {
-                if changed.wait(timeout: deadline) == .timedOut { break }
+                let remaining = deadline - clock.now()
+                // A semaphore waits until a `DispatchTime`: the remaining time is measured on `clock`.
+                guard remaining > .zero, changed.wait(timeout: .now() + .nanoseconds(Int(remaining.nanoseconds))) == .success else { break }
             }
             state.withLock { $0.woken = false }
         }

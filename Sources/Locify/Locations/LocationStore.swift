@@ -23,13 +23,13 @@ enum LocationStore: RecordTable {
         try connection.query(
             """
             WITH target AS (
-                SELECT l.id, c.change_seq FROM users u
+                SELECT l.user_id, l.id, c.change_seq FROM users u
                 JOIN locations l ON l.user_id = u.id AND l.id = \(id) AND l.deleted_at IS NULL AND l.category_id = ANY (u.hiding)
                 JOIN categories c ON c.user_id = u.id AND c.id = l.category_id
                 WHERE u.id = \(userID)
             ), hidden AS (
                 UPDATE locations l SET \(unsafeSQL: hidingAssignments), change_seq = target.change_seq
-                FROM target WHERE l.user_id = \(userID) AND l.id = target.id
+                FROM target WHERE l.user_id = target.user_id AND l.id = target.id
                 RETURNING \(unsafeSQL: columns.sql)
             )
             SELECT * FROM hidden
@@ -48,12 +48,12 @@ enum LocationStore: RecordTable {
         let rows = try connection.query(
             """
             WITH target AS (
-                SELECT l.id FROM locations l
+                SELECT l.user_id, l.id FROM locations l
                 WHERE l.user_id = \(userID) AND l.category_id = \(category) AND l.deleted_at IS NULL
                 LIMIT \(Int64(limit))
             ), hidden AS (
                 UPDATE locations l SET \(unsafeSQL: hidingAssignments), change_seq = \(stamp)
-                FROM target WHERE l.user_id = \(userID) AND l.id = target.id
+                FROM target WHERE l.user_id = target.user_id AND l.id = target.id
                 RETURNING l.is_favorite
             ), counted AS (
                 UPDATE categories c SET location_count = c.location_count - (SELECT count(*) FROM hidden),
@@ -350,7 +350,8 @@ enum LocationStore: RecordTable {
         return """
             \(unsafeSQL: selection)
             FROM users u
-            CROSS JOIN (SELECT \(totalExpression(query, userID: userID, filters: filters)) AS n) total
+            JOIN (SELECT \(userID)::text AS user_id, \(totalExpression(query, userID: userID, filters: filters)) AS n) total
+                ON total.user_id = u.id
             LEFT JOIN LATERAL (
                 SELECT loc.* FROM (
                     SELECT id FROM locations

@@ -66,7 +66,8 @@ enum UserStore {
     }
 
     /// The user, other than `skipping`, whose oldest pending cascade (the first of `hiding`) has the
-    /// oldest tombstone, locked unless another transaction holds it (then the next one).
+    /// oldest tombstone, locked (after the write or batch holding the row, if any: skipping a
+    /// locked row left the worker idle until its next round whenever a write held it).
     static func oldestPendingCascadeUser(_ connection: PostgresConnection, skipping: [String]) throws -> String? {
         try connection.query(
             """
@@ -74,7 +75,7 @@ enum UserStore {
             WHERE u.hiding <> '{}' AND u.id <> ALL (\(skipping))
             ORDER BY c.changed_at, u.id
             LIMIT 1
-            FOR NO KEY UPDATE OF u SKIP LOCKED
+            FOR NO KEY UPDATE OF u
             """
         ).first.map { row throws(PostgresError) in
             var column = ColumnReader(row)

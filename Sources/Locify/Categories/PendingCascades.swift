@@ -20,9 +20,9 @@ public enum PendingCascades {
         try UserStore.addCascade(connection, userID: userID, category: category)
     }
 
-    /// The user whose oldest pending cascade is the oldest of all, skipping `skipping` and users
-    /// another transaction holds (a write, another instance's worker); locked for the rest of the
-    /// transaction. Nil when there is none.
+    /// The user whose oldest pending cascade is the oldest of all, skipping `skipping`; locked for
+    /// the rest of the transaction (after a write or another instance's batch holding the row).
+    /// Nil when there is none.
     public static func nextUser(_ connection: PostgresConnection, skipping: [String]) throws -> String? {
         try UserStore.oldestPendingCascadeUser(connection, skipping: skipping)
     }

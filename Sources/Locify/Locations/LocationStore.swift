@@ -45,15 +45,19 @@ enum LocationStore: RecordTable {
     /// the rows hidden, in the same statement, instead of once per row (`skipCounters`).
     static func hideBatch(_ connection: PostgresConnection, userID: String, category: UUID, stamp: Int64, limit: Int) throws -> Int {
         try skipCounters(connection, true)
+        // The batch's ids are read in an order an index of live rows keeps (so each batch starts
+        // after the rows hidden before, not behind them in the table) and passed as one array: a
+        // join with `LIMIT` bound as a parameter made the generic plan expect a tenth of the table
+        // and hash-join all of it (5 s a batch at 3,000,000 locations).
         let rows = try connection.query(
             """
-            WITH target AS (
-                SELECT l.user_id, l.id FROM locations l
-                WHERE l.user_id = \(userID) AND l.category_id = \(category) AND l.deleted_at IS NULL
-                LIMIT \(Int64(limit))
-            ), hidden AS (
+            WITH hidden AS (
                 UPDATE locations l SET \(unsafeSQL: hidingAssignments), change_seq = \(stamp)
-                FROM target WHERE l.user_id = target.user_id AND l.id = target.id
+                WHERE l.user_id = \(userID) AND l.id = ANY (ARRAY(
+                    SELECT t.id FROM locations t
+                    WHERE t.user_id = \(userID) AND t.category_id = \(category) AND t.deleted_at IS NULL
+                    ORDER BY t.created_at DESC, t.id
+                    LIMIT \(Int64(limit))))
                 RETURNING l.is_favorite
             ), counted AS (
                 UPDATE categories c SET location_count = c.location_count - (SELECT count(*) FROM hidden),

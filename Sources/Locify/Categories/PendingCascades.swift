@@ -11,7 +11,7 @@ import Postgres
 ///
 /// Writes settle nothing ahead (a user's write waits at most on the batch the worker holds):
 /// a write to a location still shown in a pending category hides that row first
-/// (`LocationStore.findQuery`), and a write to a category tombstone, the one write whose
+/// (`LocationStore.findForWrite`), and a write to a category tombstone, the one write whose
 /// follow-up (`LocationStore.follow`) reads the category graph whole, settles every pending
 /// cascade of the user first (`CategoryStore.findForWrite`).
 public enum PendingCascades {

@@ -28,8 +28,9 @@ struct HostResolver: Sendable {
         try DedicatedThread.start(body)
     }
 
-    /// The addresses of `host`, or a timeout `TransportError` when the lookup is not done by `deadline`.
-    func resolve(_ host: String, port: UInt16, deadline: ContinuousClock.Instant) throws(TransportError) -> [ResolvedAddress] {
+    /// The addresses of `host`, or a timeout `TransportError` when the lookup is not done by
+    /// `deadline` (on `clock`).
+    func resolve(_ host: String, port: UInt16, deadline: Duration, clock: MonotonicClock) throws(TransportError) -> [ResolvedAddress] {
         let pending = PendingLookup()
         let lookup = self.lookup
         do throws(ThreadStartError) {
@@ -37,7 +38,8 @@ struct HostResolver: Sendable {
         } catch {
             throw TransportError("cannot resolve \(host): \(error)")
         }
-        let remaining = deadline - ContinuousClock.now
+        let remaining = deadline - clock.now()
+        // A semaphore waits until a `DispatchTime`: the remaining time is measured on `clock`.
         guard remaining > .zero, pending.done.wait(timeout: .now() + .nanoseconds(Int(remaining.nanoseconds))) == .success,
             let result = pending.result.withLock({ $0 })
         else {

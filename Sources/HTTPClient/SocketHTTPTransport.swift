@@ -1,3 +1,5 @@
+import Primitives
+
 /// The production `HTTPTransport`: an HTTP/1.1 client of our own on a socket, with TLS through
 /// libssl. It replaces URLSession, whose FoundationNetworking (libcurl and its TLS, Kerberos and
 /// LDAP libraries) cost the server about 11 MB of memory for a handful of calls to Google.
@@ -16,6 +18,8 @@ public struct SocketHTTPTransport: HTTPTransport {
     /// How long a connection attempt to one address has before the next address is tried beside
     /// it (RFC 8305's "Connection Attempt Delay"). Default 250 ms.
     public var connectionAttemptDelay: Duration = TransportSocket.defaultAttemptDelay
+    /// The clock the request's deadline is measured on (`MonotonicClock.system` unless injected).
+    public var clock: MonotonicClock = .system
 
     /// A transport trusting the system's CA store.
     public init(timeout: Double = 10) {
@@ -36,11 +40,11 @@ public struct SocketHTTPTransport: HTTPTransport {
         let seconds = request.timeout ?? timeout
         guard seconds.isFinite, seconds > 0 else { throw TransportError("invalid timeout") }
         // At most a day, so the Duration cannot overflow.
-        let deadline = ContinuousClock.now + .seconds(min(seconds, 86_400))
+        let deadline = clock.now() + .seconds(min(seconds, 86_400))
         let url = try TransportURL(request.url)
         let head = try Self.requestHead(request, url: url)
         let socket = try TransportSocket.connect(
-            host: url.host, port: url.port, deadline: deadline, resolver: resolver, attemptDelay: connectionAttemptDelay)
+            host: url.host, port: url.port, deadline: deadline, clock: clock, resolver: resolver, attemptDelay: connectionAttemptDelay)
         let stream: any TransportStream
         if url.isHTTPS {
             let context = try tlsContext().get()

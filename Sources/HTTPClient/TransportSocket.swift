@@ -19,12 +19,15 @@ final class TransportSocket: TransportStream {
     static let readChunk = 16 * 1024
 
     private let descriptor: Int32
-    /// When the request runs out of time.
-    let deadline: ContinuousClock.Instant
+    /// When the request runs out of time, on `clock`.
+    let deadline: Duration
+    /// The clock of the deadline.
+    let clock: MonotonicClock
 
-    private init(descriptor: Int32, deadline: ContinuousClock.Instant) {
+    private init(descriptor: Int32, deadline: Duration, clock: MonotonicClock) {
         self.descriptor = descriptor
         self.deadline = deadline
+        self.clock = clock
     }
 
     deinit {
@@ -36,26 +39,26 @@ final class TransportSocket: TransportStream {
     static let defaultAttemptDelay: Duration = .milliseconds(250)
 
     /// Resolves `host` (through `resolver`) and connects to one of its addresses before
-    /// `deadline`, racing them as RFC 8305 (Happy Eyeballs v2) does: the addresses interleaved by
+    /// `deadline` (on `clock`), racing them as RFC 8305 (Happy Eyeballs v2) does: the addresses interleaved by
     /// family (starting with the family of the first), a new attempt started every
     /// `attemptDelay` while the earlier ones go on (at once when one fails), the first to connect
     /// kept and the others closed. So an address that never answers (IPv6 resolved first with
     /// IPv6 black-holed, say) costs `attemptDelay`, not the request. A refused or unreachable
     /// address is a `TransportError`, not a timeout.
     static func connect(
-        host: String, port: UInt16, deadline: ContinuousClock.Instant, resolver: HostResolver,
+        host: String, port: UInt16, deadline: Duration, clock: MonotonicClock, resolver: HostResolver,
         attemptDelay: Duration = defaultAttemptDelay
     ) throws(TransportError) -> TransportSocket {
-        let addresses = interleavedByFamily(try resolver.resolve(host, port: port, deadline: deadline))
+        let addresses = interleavedByFamily(try resolver.resolve(host, port: port, deadline: deadline, clock: clock))
         var lastError = "no address"
         var pending: [TransportSocket] = []
         var next = 0
-        var nextAttemptAt = ContinuousClock.now
+        var nextAttemptAt = clock.now()
         while true {
-            let now = ContinuousClock.now
+            let now = clock.now()
             if next < addresses.count, pending.isEmpty || now >= nextAttemptAt {
                 next += 1
-                switch startAttempt(addresses[next - 1], deadline: deadline) {
+                switch startAttempt(addresses[next - 1], deadline: deadline, clock: clock) {
                 case .success(let attempt):
                     if attempt.connected { return attempt.socket }
                     pending.append(attempt.socket)
@@ -97,7 +100,7 @@ final class TransportSocket: TransportStream {
     /// One non-blocking connect: a connected socket, one still connecting, or the reason it
     /// failed at once (no socket for the family, refused, unreachable).
     private static func startAttempt(
-        _ candidate: ResolvedAddress, deadline: ContinuousClock.Instant
+        _ candidate: ResolvedAddress, deadline: Duration, clock: MonotonicClock
     ) -> Result<(socket: TransportSocket, connected: Bool), TransportError> {
         let descriptor = socket(
             candidate.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
@@ -109,7 +112,7 @@ final class TransportSocket: TransportStream {
         }
         let connectError = errno
         // Owned from here: closed by deinit whichever way the attempt ends.
-        let socket = TransportSocket(descriptor: descriptor, deadline: deadline)
+        let socket = TransportSocket(descriptor: descriptor, deadline: deadline, clock: clock)
         if connected { return .success((socket, true)) }
         guard connectError == EINPROGRESS else { return .failure(TransportError(String(cString: strerror(connectError)))) }
         return .success((socket, false))
@@ -167,7 +170,7 @@ final class TransportSocket: TransportStream {
     /// Waits until the socket is ready for `events` (POLLIN/POLLOUT); throws a timeout at the deadline.
     private func wait(for events: Int16) throws(TransportError) {
         while true {
-            let remaining = deadline - ContinuousClock.now
+            let remaining = deadline - clock.now()
             guard remaining > .zero else { throw TransportError("request timed out", isTimeout: true) }
             let milliseconds = Int32(clamping: remaining.milliseconds + 1)
             var descriptors = pollfd(fd: descriptor, events: events, revents: 0)

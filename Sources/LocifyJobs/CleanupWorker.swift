@@ -92,6 +92,12 @@ public final class CleanupWorker: Sendable {
         task.withLock { $0 }?.wake()
     }
 
+    /// Claims no further job; returns at once.
+    public func drain() {
+        stopRequested.store(true, ordering: .relaxed)
+        task.withLock { $0 }?.drain()
+    }
+
     /// Stops after the job in progress, if any (the rest of the queue waits for the next start).
     public func stop() {
         stopRequested.store(true, ordering: .relaxed)
@@ -115,18 +121,8 @@ public final class CleanupWorker: Sendable {
 
     private func refreshStatistics() {
         do {
-            let statistics = try pool.withConnection { connection in
-                let row = try connection.query(
-                    """
-                    SELECT count(*) FILTER (WHERE state = 'pending' AND last_error IS NULL),
-                           count(*) FILTER (WHERE state = 'pending' AND last_error IS NOT NULL),
-                           count(*) FILTER (WHERE state = 'failed_permanent')
-                    FROM cleanup_jobs
-                    """
-                ).first
-                return QueueStatistics(
-                    pending: try row?.decode(0) ?? 0, failed: try row?.decode(1) ?? 0, failedPermanent: try row?.decode(2) ?? 0)
-            }
+            let depth = try pool.withConnection(CleanupJobStore.depth)
+            let statistics = QueueStatistics(pending: depth.pending, failed: depth.failed, failedPermanent: depth.failedPermanent)
             cachedStatistics.withLock { $0 = statistics }
         } catch {
             logger.debug("cannot read the clean-up queue depth", metadata: ["error": "\(error)"])
@@ -137,25 +133,8 @@ public final class CleanupWorker: Sendable {
     func runNextJob() throws -> Bool {
         guard let executor else { return false }
         return try pool.withTransaction { connection in
-            guard
-                let row = try connection.query(
-                    """
-                    SELECT j.id, j.kind, j.target, j.attempts, j.user_id FROM cleanup_jobs j
-                    WHERE j.state = 'pending' AND j.run_after <= now()
-                      AND (j.kind <> 'auth_account' OR NOT EXISTS (
-                             SELECT 1 FROM cleanup_jobs s
-                             WHERE s.user_id = j.user_id AND s.kind <> 'auth_account' AND s.state = 'pending'))
-                    ORDER BY j.turn, j.id
-                    LIMIT 1
-                    FOR UPDATE SKIP LOCKED
-                    """
-                ).first
-            else { return false }
-            let id: Int64 = try row.decode(0)
-            let kind: String = try row.decode(1)
-            let target: String = try row.decode(2)
-            let attempts: Int32 = try row.decode(3)
-            let userID: String = try row.decode(4)
+            guard let job = try CleanupJobStore.claimNext(connection) else { return false }
+            let (id, kind, target, attempts, userID) = (job.id, job.kind, job.target, job.attempts, job.userID)
             let metadata: Logger.Metadata = ["job": "\(id)", "kind": "\(kind)", "attempt": "\(attempts + 1)"]
             // Names queued before the write-time rule: Google would refuse them on every attempt.
             let paths = CleanupJob.targets(of: target, kind: CleanupJob.Kind(rawValue: kind))
@@ -168,32 +147,23 @@ public final class CleanupWorker: Sendable {
                     return false
                 }
             guard !runnable.isEmpty else {
-                try connection.query("DELETE FROM cleanup_jobs WHERE id = \(id)")
+                try CleanupJobStore.remove(connection, id: id)
                 return true
             }
             do {
                 try Self.run(kind: kind, target: runnable.count == paths.count ? target : runnable.joined(separator: "\n"), on: executor)
-                try connection.query("DELETE FROM cleanup_jobs WHERE id = \(id)")
+                try CleanupJobStore.remove(connection, id: id)
                 logger.info("clean-up job done", metadata: metadata)
             } catch {
                 let errorText = Self.storableErrorText(error)
                 if Self.isPermanent(error) || Int(attempts) + 1 >= settings.maxAttempts {
-                    try connection.query(
-                        """
-                        UPDATE cleanup_jobs SET attempts = attempts + 1, last_error = \(errorText), state = 'failed_permanent'
-                        WHERE id = \(id)
-                        """)
+                    try CleanupJobStore.recordFailure(connection, id: id, error: errorText, retryAfterSeconds: nil)
                     logger.error(
                         "clean-up job failed permanently; it will not be retried",
                         metadata: metadata.merging(["error": "\(errorText)", "user_id": "\(userID)"]) { $1 })
                 } else {
                     let delay = backoff(afterAttempts: Int(attempts) + 1, error: error)
-                    try connection.query(
-                        """
-                        UPDATE cleanup_jobs SET attempts = attempts + 1, last_error = \(errorText),
-                               run_after = now() + make_interval(secs => \(delay))
-                        WHERE id = \(id)
-                        """)
+                    try CleanupJobStore.recordFailure(connection, id: id, error: errorText, retryAfterSeconds: delay)
                     logger.warning(
                         "clean-up job failed; will retry",
                         metadata: metadata.merging(["error": "\(errorText)", "retry_in_s": "\(Int(delay))"]) { $1 })

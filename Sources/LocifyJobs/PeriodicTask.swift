@@ -10,19 +10,24 @@ final class PeriodicTask: Sendable {
         var started = false
         var stopped = false
         var woken = false
+        /// Whether some `stop` has waited for the thread already (the semaphore is signalled once).
+        var finished = false
     }
 
     private let name: String
     private let interval: Duration
+    private let clock: MonotonicClock
     private let work: @Sendable () -> Void
     private let state = Mutex(State())
     /// Signalled after `woken` or `stopped` is set, so the sleeping thread looks at them again.
     private let changed = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 
-    init(name: String, interval: Duration, work: @escaping @Sendable () -> Void) {
+    /// A task running `work` every `interval`, measured on `clock`.
+    init(name: String, interval: Duration, clock: MonotonicClock = .system, work: @escaping @Sendable () -> Void) {
         self.name = name
         self.interval = interval
+        self.clock = clock
         self.work = work
     }
 
@@ -41,11 +46,17 @@ final class PeriodicTask: Sendable {
         changed.signal()
     }
 
+    /// Starts no further run; returns at once.
+    func drain() {
+        state.withLock { $0.stopped = true }
+        changed.signal()
+    }
+
     /// Stops after the current run; returns when the thread has finished.
     func stop() {
         let mustWait = state.withLock { state in
-            defer { state.stopped = true }
-            return state.started && !state.stopped
+            defer { (state.stopped, state.finished) = (true, true) }
+            return state.started && !state.finished
         }
         changed.signal()
         if mustWait { finished.wait() }
@@ -57,9 +68,11 @@ final class PeriodicTask: Sendable {
             if state.withLock({ $0.stopped }) { return }
             work()
             // A signal left over from an earlier wake only makes the loop look at the flags again.
-            let deadline = DispatchTime.now() + .nanoseconds(Int(interval.nanoseconds))
+            let deadline = clock.now() + interval
             while !state.withLock({ $0.stopped || $0.woken }) {
-                if changed.wait(timeout: deadline) == .timedOut { break }
+                let remaining = deadline - clock.now()
+                // A semaphore waits until a `DispatchTime`: the remaining time is measured on `clock`.
+                guard remaining > .zero, changed.wait(timeout: .now() + .nanoseconds(Int(remaining.nanoseconds))) == .success else { break }
             }
             state.withLock { $0.woken = false }
         }

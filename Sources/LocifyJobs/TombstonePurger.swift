@@ -1,3 +1,4 @@
+import Locify
 import Logging
 import Postgres
 
@@ -29,6 +30,8 @@ public final class TombstonePurger: Sendable {
 
     /// Starts the periodic purge on its own thread.
     public func start() { task.start() }
+    /// Starts no further pass; returns at once.
+    public func drain() { task.drain() }
     /// Stops the periodic purge and waits for a running pass to end.
     public func stop() { task.stop() }
 
@@ -38,51 +41,20 @@ public final class TombstonePurger: Sendable {
         TombstonePurger.purge(pool: pool, retentionSeconds: retentionSeconds, logger: logger)
     }
 
-    /// The condition that keeps a category tombstone `t` that something still follows.
-    private static let followedCategory = """
-        AND NOT EXISTS (SELECT 1 FROM locations l
-                        WHERE l.user_id = t.user_id AND l.own_category_id = t.id AND l.deleted_at IS NULL)
-        AND NOT EXISTS (SELECT 1 FROM categories r WHERE r.user_id = t.user_id AND r.reassigned_to = t.id AND r.id <> t.id)
-        AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = t.user_id AND t.id = ANY (u.hiding))
-        """
-
     @discardableResult
     private static func purge(pool: ConnectionPool, retentionSeconds: Int64, logger: Logger) -> Int {
         var removed = 0
         do {
-            // Locations first: a category tombstone's removal cascades to its locations' rows.
-            for (table, stillFollowed) in [("locations", ""), ("categories", followedCategory)] {
+            for table in TombstoneStore.Table.allCases {
                 while true {
-                    // Each batch also raises the owners' `purged_seq` to the highest stamp it removed,
-                    // in the same statement, so the feed knows exactly which cursors lost a delete.
-                    let count: Int64 = try pool.withConnection { connection in
-                        try connection.query(
-                            """
-                            WITH purged AS (
-                                DELETE FROM \(unsafeSQL: table) WHERE (user_id, id) IN (
-                                    SELECT user_id, id FROM \(unsafeSQL: table) t
-                                    WHERE deleted_at IS NOT NULL
-                                      AND changed_at < now() - make_interval(secs => \(Double(retentionSeconds)))
-                                      \(unsafeSQL: stillFollowed)
-                                    LIMIT \(batchSize))
-                                RETURNING user_id, change_seq
-                            ), marked AS (
-                                UPDATE users u SET purged_seq = GREATEST(u.purged_seq, p.seq)
-                                FROM (SELECT user_id, max(change_seq) AS seq FROM purged GROUP BY user_id) p
-                                WHERE u.id = p.user_id
-                            )
-                            SELECT count(*) FROM purged
-                            """
-                        ).first?.decode(0) ?? 0
+                    let count = try pool.withConnection { connection in
+                        try TombstoneStore.purge(connection, table, retentionSeconds: retentionSeconds, limit: batchSize)
                     }
                     removed += Int(count)
                     if count < batchSize { break }
                 }
             }
-            // Deletion records outlive every token issued before them (Firebase tokens last an hour).
-            _ = try pool.withConnection { connection in
-                try connection.query("DELETE FROM account_deletions WHERE deleted_at < now() - interval '7 days'")
-            }
+            try pool.withConnection(TombstoneStore.forgetOldDeletions)
             if removed > 0 { logger.info("purged tombstones", metadata: ["count": "\(removed)"]) }
         } catch {
             logger.warning("tombstone purge failed; will retry", metadata: ["error": "\(error)"])

@@ -18,9 +18,9 @@ public final class Application: Sendable {
     /// The route table: every (method, path pattern) the server answers (HEAD implied by GET).
     public let routes: [(method: HTTPMethod, pattern: String)]
     let workerPool: ConnectionPool
-    let purger: TombstonePurger
-    /// Settles pending cascades (`PendingCascades`) in the background.
-    let cascadeWorker: CascadeWorker
+    /// The background work (`LocifyJobs`): the clean-up worker, the tombstone purge and the
+    /// cascade worker, started with the server and drained together at shutdown.
+    let workers: [any BackgroundWorker]
     let keyCache: PublicKeyCache?
     /// The ID-token verifier of every request (tests count its signature checks).
     let verifier: IDTokenVerifier
@@ -34,7 +34,7 @@ public final class Application: Sendable {
 
     init(
         server: HTTPServer, pool: ConnectionPool, workerPool: ConnectionPool, cleanupWorker: CleanupWorker,
-        purger: TombstonePurger, cascadeWorker: CascadeWorker, keyCache: PublicKeyCache?,
+        workers: [any BackgroundWorker], keyCache: PublicKeyCache?,
         verifier: IDTokenVerifier, shutdownGrace: Duration, shutdownDelay: Duration, api: APIFront,
         liveChanges: LiveChanges?, logger: Logger
     ) {
@@ -43,8 +43,7 @@ public final class Application: Sendable {
         routes = api.routes
         self.workerPool = workerPool
         self.cleanupWorker = cleanupWorker
-        self.purger = purger
-        self.cascadeWorker = cascadeWorker
+        self.workers = workers
         self.keyCache = keyCache
         self.verifier = verifier
         self.shutdownGrace = shutdownGrace
@@ -91,9 +90,7 @@ public final class Application: Sendable {
         // when it starts listening anyway).
         liveChanges?.start()
         if listening { try server.start() }
-        cleanupWorker.start()
-        purger.start()
-        cascadeWorker.start()
+        for worker in workers { worker.start() }
         if listening { logger.info("locify-server listening", metadata: ["port": "\(port)"]) }
     }
 
@@ -112,9 +109,8 @@ public final class Application: Sendable {
         logger.info("shutting down", metadata: ["grace_s": "\(shutdownGrace.seconds)"])
         server.shutdown(gracePeriod: shutdownGrace)
         liveChanges?.stop()
-        cleanupWorker.stop()
-        purger.stop()
-        cascadeWorker.stop()
+        for worker in workers { worker.drain() }
+        for worker in workers { worker.stop() }
         pool.close()
         workerPool.close()
     }

@@ -51,8 +51,8 @@ public func buildApplication(
     let server = HTTPServer(configuration: http, responder: api.front.responder, logger: logger)
     api.serverBox.server = server
     return Application(
-        server: server, pool: database.pool, workerPool: jobs.pool, cleanupWorker: jobs.cleanupWorker, purger: jobs.purger,
-        cascadeWorker: jobs.cascadeWorker, keyCache: keyCache, verifier: verifier, shutdownGrace: .seconds(configuration.shutdownGraceSeconds),
+        server: server, pool: database.pool, workerPool: jobs.pool, cleanupWorker: jobs.cleanupWorker, workers: jobs.workers,
+        keyCache: keyCache, verifier: verifier, shutdownGrace: .seconds(configuration.shutdownGraceSeconds),
         shutdownDelay: .seconds(configuration.shutdownDelaySeconds), api: api.front, liveChanges: liveChanges,
         logger: logger)
 }
@@ -101,8 +101,9 @@ private struct Jobs {
     /// worker share the other (the purge runs briefly, once an interval).
     let pool: ConnectionPool
     let cleanupWorker: CleanupWorker
-    let purger: TombstonePurger
     let cascadeWorker: CascadeWorker
+    /// Every worker, in the order they start (`Application`).
+    let workers: [any BackgroundWorker]
 }
 
 /// The clean-up worker (with the Google clients of `cleanupExecutor`), the tombstone purge and the
@@ -119,7 +120,8 @@ private func buildJobs(
     let purger = TombstonePurger(
         pool: pool, retentionSeconds: Int64(configuration.tombstoneRetentionSeconds),
         interval: .seconds(configuration.tombstonePurgeIntervalSeconds), logger: logger)
-    return Jobs(pool: pool, cleanupWorker: cleanupWorker, purger: purger, cascadeWorker: CascadeWorker(pool: pool, logger: logger))
+    let cascadeWorker = CascadeWorker(pool: pool, clock: dependencies.monotonicClock, logger: logger)
+    return Jobs(pool: pool, cleanupWorker: cleanupWorker, cascadeWorker: cascadeWorker, workers: [cleanupWorker, purger, cascadeWorker])
 }
 
 /// The HTTP face (`LocifyAPI`) over the services, with the operational state `/health/ready`
@@ -140,7 +142,7 @@ private func buildAPI(
             cleanupWorker.wake()
             cascadeWorker.wake()
         },
-        databaseReady: { (try? pool.withConnection { connection in try connection.query("SELECT 1") }) != nil },
+        databaseReady: { pool.isReachable() },
         gauges: {
             let poolStatistics = pool.statistics
             let jobs = cleanupWorker.statistics

@@ -31,6 +31,11 @@ public final class ConnectionPool: Sendable {
         self.state = Mutex(State())
     }
 
+    /// Whether a connection of the pool answers a trivial statement now (the readiness check).
+    public func isReachable() -> Bool {
+        (try? withConnection { connection in try connection.query("SELECT 1") }) != nil
+    }
+
     /// Lends a connection to `body` and takes it back afterwards, whatever happens. A connection
     /// returned inside a transaction is rolled back; a broken one is discarded.
     @discardableResult

@@ -240,8 +240,10 @@ public final class PostgresConnection {
         guard PQstatus(handle) != CONNECTION_BAD else {
             throw connectionFailure()
         }
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: timeout)
+        // Not injected: the configuration is a Hashable value, and this is a real wait on libpq's
+        // socket, which a moved clock would not shorten (docs/ARCHITECTURE.md, "Clocks").
+        let clock = MonotonicClock.system
+        let deadline = clock.now() + timeout
         var pollingStatus = PGRES_POLLING_WRITING
         while true {
             switch pollingStatus {
@@ -250,7 +252,7 @@ public final class PostgresConnection {
             case PGRES_POLLING_READING, PGRES_POLLING_WRITING:
                 let socket = PQsocket(handle)
                 guard socket >= 0 else { throw connectionFailure() }
-                let remaining = clock.now.duration(to: deadline)
+                let remaining = deadline - clock.now()
                 guard remaining > .zero else {
                     isBroken = true
                     throw PostgresError(kind: .connectionFailed, message: "connecting timed out after \(timeout)")

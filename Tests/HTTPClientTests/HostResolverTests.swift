@@ -26,11 +26,11 @@ struct HostResolverTests {
 
     @Test("a numeric address resolves to itself; a failed lookup is an error that is not a timeout")
     func lookups() throws {
-        let addresses = try HostResolver().resolve("127.0.0.1", port: 80, deadline: .now + .seconds(5))
+        let addresses = try HostResolver().resolve("127.0.0.1", port: 80, deadline: MonotonicClock.system.now() + .seconds(5), clock: .system)
         #expect(addresses.count >= 1 && addresses.allSatisfy { $0.family == AF_INET })
         let failing = HostResolver { host, _ in .failure(TransportError("cannot resolve \(host)")) }
         #expect {
-            _ = try failing.resolve("nowhere", port: 80, deadline: .now + .seconds(5))
+            _ = try failing.resolve("nowhere", port: 80, deadline: MonotonicClock.system.now() + .seconds(5), clock: .system)
         } throws: { error in
             (error as? TransportError)?.isTimeout == false
         }
@@ -42,7 +42,7 @@ struct HostResolverTests {
             lookup: { _, _ in .success([]) },
             startThread: { _ throws(ThreadStartError) in throw ThreadStartError(code: EAGAIN) })
         #expect {
-            _ = try resolver.resolve("keys.example", port: 443, deadline: .now + .seconds(5))
+            _ = try resolver.resolve("keys.example", port: 443, deadline: MonotonicClock.system.now() + .seconds(5), clock: .system)
         } throws: { error in
             let error = error as? TransportError
             return error?.isTimeout == false && error?.message.contains("cannot resolve keys.example") == true

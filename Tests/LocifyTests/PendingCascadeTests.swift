@@ -3,6 +3,8 @@ import Locify
 import LocifyJobs
 import LocifyRules
 import Postgres
+import Primitives
+import Synchronization
 import Testing
 import TestSupport
 import TestSupportDatabase
@@ -20,8 +22,8 @@ struct PendingCascadeTests {
         let kept = UUID()
         var doomedLocations: [UUID] = []
 
-        init() throws {
-            db = try LocifyTestDatabase.create()
+        init(in database: LocifyTestDatabase? = nil) throws {
+            db = try database ?? LocifyTestDatabase.create()
             _ = try db.services.categories.create(caller, CategoryDraft(id: doomed, name: "Doomed"))
             _ = try db.services.categories.create(caller, CategoryDraft(id: kept, name: "Kept"))
             for index in 0..<30 { doomedLocations.append(try add("Doomed place \(index)", in: doomed)) }
@@ -146,16 +148,125 @@ struct PendingCascadeTests {
         #expect(stamps == 1)
     }
 
-    @Test("the user's next write settles the pending cascades before it runs")
-    func writeSettles() throws {
+    @Test("a write settles no cascade ahead (it waits at most on the worker's batch); a location it touches is hidden first")
+    func writeSettlesOnlyWhatItTouches() throws {
         let fixture = try Fixture()
         defer { fixture.db.drop() }
+        let before = try fixture.caughtUpCursor()
         try fixture.cascade()
         let listings = try fixture.listings()
+        let feed = try fixture.pages(from: before, limit: 1000).flatMap(\.changes)
         _ = try fixture.db.services.categories.replace(fixture.caller, CategoryDraft(id: fixture.kept, name: "Kept"))
-        #expect(try fixture.pending().isEmpty)
+        #expect(try fixture.liveRowsInDoomed() == 30, "the write hid none of the cascade's locations")
+        #expect(try fixture.pending() == [fixture.doomed.uuidString.lowercased()])
+
+        // A phone that never saw the delete edits one of the doomed places, as it would had the
+        // cascade been settled: refused (its category is gone); then deletes another: only that
+        // row is written.
+        let edited = fixture.doomedLocations[3]
+        #expect(throws: LocifyError.notFound(.category)) {
+            _ = try fixture.db.services.locations.replace(
+                fixture.caller,
+                LocationDraft(id: edited, categoryID: fixture.doomed, name: "Edited offline", latitude: 1, longitude: 2))
+        }
+        _ = try fixture.db.services.locations.delete(fixture.caller, id: edited, updatedAt: nil)
+        #expect(try fixture.liveRowsInDoomed() == 29)
+        #expect(throws: LocifyError.notFound(.location)) { try fixture.db.services.locations.get(fixture.caller, id: edited) }
+        #expect(try fixture.listings() == listings)
+        let after = try fixture.pages(from: before, limit: 1000).flatMap(\.changes)
+        // The feed still has each doomed place once (beside the category written since).
+        #expect(Set(after.map(\.id)).subtracting([fixture.kept]) == Set(feed.map(\.id)) && Set(after.map(\.id)).count == after.count)
+
+        #expect(CascadeWorker(pool: fixture.db.pool, logger: TestDatabase.logger).settleNow() == 1)
         #expect(try fixture.liveRowsInDoomed() == 0)
         #expect(try fixture.listings() == listings)
+    }
+
+    @Test("a cascade bigger than a batch settles over several transactions; reads and the feed stay the same mid-way")
+    func settlesInBatches() throws {
+        let fixture = try Fixture()
+        defer { fixture.db.drop() }
+        let before = try fixture.caughtUpCursor()
+        try fixture.cascade()
+        let listings = try fixture.listings()
+        let feed = try fixture.pages(from: before, limit: 7).flatMap(\.changes)
+        let settleOneBatch = {
+            try fixture.db.pool.withTransaction { connection in
+                try PendingCascades.settleBatch(connection, userID: fixture.caller.userID, limit: 7)
+            }
+        }
+        // A phone pulls 5 changes at a time while batches of 7 commit between its pages.
+        var cursor = before
+        var pulled: [RecordState] = []
+        var batches = 0
+        var live: [Int64] = []
+        while true {
+            let page = try fixture.db.services.sync.pull(fixture.caller, since: cursor, limit: 5)
+            pulled += page.changes
+            cursor = page.cursor
+            if try !fixture.pending().isEmpty {
+                _ = try settleOneBatch()
+                batches += 1
+                live.append(try fixture.liveRowsInDoomed())
+                #expect(try fixture.listings() == listings, "after batch \(batches)")
+            }
+            if !page.hasMore { break }
+        }
+        #expect(pulled == feed, "a cursor taken mid-way reads on with no gap and no repeat")
+        #expect(Array(live.prefix(4)) == [23, 16, 9, 2])
+        while try !fixture.pending().isEmpty { _ = try settleOneBatch() }
+        #expect(try fixture.liveRowsInDoomed() == 0)
+        #expect(try fixture.pages(from: before, limit: 7).flatMap(\.changes) == feed)
+        #expect(try fixture.listings() == listings)
+        // The category's counters dropped with each batch to what a recount finds.
+        let counters = {
+            try fixture.db.pool.withConnection { connection in
+                try connection.query(
+                    "SELECT location_count, favorite_count FROM categories WHERE user_id = \(fixture.caller.userID) AND id = \(fixture.doomed)"
+                ).first.map { [try $0.decode(0, as: Int64.self), try $0.decode(1, as: Int64.self)] }
+            }
+        }
+        #expect(try counters() == [0, 0])
+        try fixture.db.pool.withConnection { connection in
+            try connection.query("SELECT locify_recount_location_counters(\(fixture.caller.userID), \([fixture.doomed]))")
+        }
+        #expect(try counters() == [0, 0])
+    }
+
+    @Test("a user whose settling fails backs off while another user's cascade settles; the oldest cascade goes first")
+    func failingUserBacksOff() throws {
+        let failing = try Fixture()
+        defer { failing.db.drop() }
+        let other = try Fixture(in: failing.db)
+        try failing.cascade()
+        try other.cascade()
+        // Every batch of the failing user fails, as a statement timeout would cancel it.
+        try failing.db.pool.withConnection { connection in
+            try connection.execute(
+                unsafeSQL: """
+                    CREATE FUNCTION test_fail_settling() RETURNS trigger LANGUAGE plpgsql AS $$
+                    BEGIN
+                        IF NEW.user_id = '\(failing.caller.userID)' AND NEW.hidden THEN RAISE EXCEPTION 'injected'; END IF;
+                        RETURN NEW;
+                    END $$;
+                    CREATE TRIGGER test_fail_settling BEFORE UPDATE ON locations FOR EACH ROW EXECUTE FUNCTION test_fail_settling();
+                    """)
+        }
+        let time = Mutex(Duration.seconds(100))
+        let worker = CascadeWorker(
+            pool: failing.db.pool, batchSize: 7, retryDelay: .seconds(10), clock: MonotonicClock { time.withLock { $0 } },
+            logger: TestDatabase.logger)
+        #expect(worker.settleNow() == 1)
+        #expect(try other.pending().isEmpty && other.liveRowsInDoomed() == 0)
+        #expect(try failing.liveRowsInDoomed() == 30)
+        // Still backing off: not tried again.
+        time.withLock { $0 += .seconds(5) }
+        #expect(worker.settleNow() == 0)
+        try failing.db.pool.withConnection { connection in try connection.execute(unsafeSQL: "DROP TRIGGER test_fail_settling ON locations") }
+        #expect(worker.settleNow() == 0, "backing off")
+        time.withLock { $0 += .seconds(6) }
+        #expect(worker.settleNow() == 1)
+        #expect(try failing.pending().isEmpty && failing.liveRowsInDoomed() == 0)
     }
 
     @Test("a category brought back while its cascade is pending brings its locations back")

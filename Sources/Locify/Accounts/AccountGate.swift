@@ -9,16 +9,15 @@ import Primitives
 /// tests); it stamps a new account's `created_at`.
 enum AccountGate {
     /// Locks the caller's user row until the transaction ends and returns the next change stamp
-    /// (see `SyncCursor`): the first statement of every write transaction. Settles the user's
-    /// pending cascades first (`PendingCascades`) unless `settlingCascades` is false (a write that
-    /// removes every row anyway).
+    /// (see `SyncCursor`): the first statement of every write transaction. Settles no pending
+    /// cascade: the rows a write touches settle what they need (`PendingCascades`), so a write
+    /// waits at most on the cascade worker's batch.
     static func beginWrite(
-        _ connection: PostgresConnection, _ caller: Caller, settlingCascades: Bool = true, now: @Sendable () -> Timestamp
+        _ connection: PostgresConnection, _ caller: Caller, now: @Sendable () -> Timestamp
     ) throws -> Int64 {
         while true {
             if let next = try UserStore.nextStamp(connection, caller) {
                 guard next.admitted else { throw LocifyError.tokenRevoked }
-                if next.cascadesPending && settlingCascades { try PendingCascades.settle(connection, userID: caller.userID) }
                 return next.stamp
             }
             try provision(connection, caller, now: now)
@@ -96,7 +95,8 @@ struct GatedRead<Row> {
     /// there is no row (no account).
     func decode(_ rows: PostgresRows) throws(PostgresError) -> (admitted: Bool?, rows: [Row])? {
         guard let first = rows.first else { return nil }
-        let admitted = try first.decode(0, as: Bool?.self)
+        var gate = ColumnReader(first)
+        let admitted = try gate.next(Bool?.self)
         guard admitted == true else { return (admitted, []) }
         var decoded: [Row] = []
         decoded.reserveCapacity(rows.count)

@@ -48,7 +48,7 @@ public struct UserService: Sendable {
     public func delete(_ caller: Caller) throws {
         try pool.withTransaction { connection in
             // Every location goes: a pending cascade needs no settling.
-            _ = try AccountGate.beginWrite(connection, caller, settlingCascades: false, now: now)
+            _ = try AccountGate.beginWrite(connection, caller, now: now)
             let userID = caller.userID
             var jobs: [CleanupJob] = []
             if CleanupJob.isFolderSafe(userID: userID) {

@@ -22,19 +22,16 @@ enum UserStore {
     }
 
     /// Takes the next change stamp of the caller's row, which locks it until the transaction ends;
-    /// nil when the account does not exist yet. Returns the stamp, the gate's verdict and whether
-    /// cascades wait to be settled (`PendingCascades`).
-    static func nextStamp(
-        _ connection: PostgresConnection, _ caller: Caller
-    ) throws -> (stamp: Int64, admitted: Bool, cascadesPending: Bool)? {
+    /// nil when the account does not exist yet. Returns the stamp and the gate's verdict.
+    static func nextStamp(_ connection: PostgresConnection, _ caller: Caller) throws -> (stamp: Int64, admitted: Bool)? {
         try connection.query(
             """
             UPDATE users SET change_seq = change_seq + 1 WHERE id = \(caller.userID)
-            RETURNING change_seq, \(gate(caller, validAfter: "tokens_valid_after")), hiding <> '{}'
+            RETURNING change_seq, \(gate(caller, validAfter: "tokens_valid_after"))
             """
         ).first.map { row throws(PostgresError) in
             var column = ColumnReader(row)
-            return (try column.next(), try column.next(), try column.next())
+            return (try column.next(), try column.next())
         }
     }
 
@@ -56,6 +53,34 @@ enum UserStore {
     /// Empties the user's pending cascades (`PendingCascades`).
     static func clearCascades(_ connection: PostgresConnection, userID: String) throws {
         try connection.query("UPDATE users SET hiding = '{}' WHERE id = \(userID)")
+    }
+
+    /// Drops a settled cascade from the user's list; returns whether the list is empty now.
+    static func removeCascade(_ connection: PostgresConnection, userID: String, category: UUID) throws -> Bool {
+        try connection.query(
+            "UPDATE users SET hiding = array_remove(hiding, \(category)) WHERE id = \(userID) RETURNING hiding = '{}'"
+        ).first.map { row throws(PostgresError) in
+            var column = ColumnReader(row)
+            return try column.next(Bool.self)
+        } ?? true
+    }
+
+    /// The user, other than `skipping`, whose oldest pending cascade (the first of `hiding`) has the
+    /// oldest tombstone, locked (after the write or batch holding the row, if any: skipping a
+    /// locked row left the worker idle until its next round whenever a write held it).
+    static func oldestPendingCascadeUser(_ connection: PostgresConnection, skipping: [String]) throws -> String? {
+        try connection.query(
+            """
+            SELECT u.id FROM users u JOIN categories c ON c.user_id = u.id AND c.id = u.hiding[1]
+            WHERE u.hiding <> '{}' AND u.id <> ALL (\(skipping))
+            ORDER BY c.changed_at, u.id
+            LIMIT 1
+            FOR NO KEY UPDATE OF u
+            """
+        ).first.map { row throws(PostgresError) in
+            var column = ColumnReader(row)
+            return try column.next(String.self)
+        }
     }
 
     /// The second of the account's last deletion (-1 when it never was) and whether the gate

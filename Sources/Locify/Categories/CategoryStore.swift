@@ -15,6 +15,15 @@ enum CategoryStore: RecordTable {
         "SELECT \(unsafeSQL: columns.sql) FROM categories c WHERE c.user_id = \(userID) AND c.id = \(id)"
     }
 
+    /// `find`, for a write: a write to a category tombstone (bringing it back, deleting it again)
+    /// settles the user's pending cascades first, whole, since its follow-up reads the whole
+    /// category graph (`LocationStore.follow`). Other category writes need none settled.
+    static func findForWrite(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Category? {
+        let stored = try find(connection, userID: userID, id: id)
+        if stored?.deletedAt != nil { try PendingCascades.settle(connection, userID: userID) }
+        return stored
+    }
+
     /// Whether the user has, or had, a category with this id (live or a tombstone).
     static func isKnown(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Bool {
         !(try connection.query("SELECT 1 FROM categories WHERE user_id = \(userID) AND id = \(id)").isEmpty)
@@ -22,18 +31,19 @@ enum CategoryStore: RecordTable {
 
     /// Whether the user's category `id` is live; nil when the user never had it.
     static func isLive(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Bool? {
-        try connection.query("SELECT deleted_at IS NULL FROM categories WHERE user_id = \(userID) AND id = \(id)").first.map {
-            row throws(PostgresError) in try row.decode(0, as: Bool.self)
-        }
+        let isLive = ColumnSet<Bool>(expression: "deleted_at IS NULL")
+        return try connection.query("SELECT \(unsafeSQL: isLive.sql) FROM categories WHERE user_id = \(userID) AND id = \(id)").first.map(
+            isLive.decode)
     }
 
     /// The categories of the user's pending cascades (`PendingCascades`), each with the stamp of
-    /// its tombstone.
+    /// its tombstone, oldest first.
     static func pendingCascades(_ connection: PostgresConnection, userID: String) throws -> [(category: UUID, stamp: Int64)] {
         try connection.query(
             """
             SELECT c.id, c.change_seq FROM users u JOIN categories c ON c.user_id = u.id AND c.id = ANY (u.hiding)
             WHERE u.id = \(userID)
+            ORDER BY array_position(u.hiding, c.id)
             """
         ).map { row throws(PostgresError) in
             var column = ColumnReader(row)

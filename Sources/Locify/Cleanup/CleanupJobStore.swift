@@ -2,8 +2,82 @@ import FoundationEssentials
 import LocifyRules
 import Postgres
 
-/// The SQL of the durable clean-up queue.
-enum CleanupJobStore {
+/// The SQL of the durable clean-up queue: what a deletion queues (`enqueue`) and what the
+/// clean-up worker of `LocifyJobs` claims, finishes and counts.
+public enum CleanupJobStore {
+    /// A job the worker claimed, locked until the claiming transaction ends.
+    public struct ClaimedJob: Sendable {
+        /// The job's row id.
+        public let id: Int64
+        /// The `CleanupJob.Kind` raw value (a kind this server may not know, queued by another version).
+        public let kind: String
+        /// What the job deletes (`CleanupJob.targets` reads it).
+        public let target: String
+        /// Attempts before this one.
+        public let attempts: Int32
+        /// The user whose deletion queued the job.
+        public let userID: String
+    }
+
+    /// Claims the next due job in turn order (`enqueue`), skipping jobs another transaction holds;
+    /// a user's Auth account job only once none of that user's Storage jobs is pending. Nil when
+    /// none is due.
+    public static func claimNext(_ connection: PostgresConnection) throws -> ClaimedJob? {
+        let job = ColumnSet(["id", "kind", "target", "attempts", "user_id"], alias: "j") { column throws(PostgresError) in
+            ClaimedJob(
+                id: try column.next(), kind: try column.next(), target: try column.next(), attempts: try column.next(),
+                userID: try column.next())
+        }
+        return try connection.query(
+            """
+            SELECT \(unsafeSQL: job.sql) FROM cleanup_jobs j
+            WHERE j.state = 'pending' AND j.run_after <= now()
+              AND (j.kind <> 'auth_account' OR NOT EXISTS (
+                     SELECT 1 FROM cleanup_jobs s
+                     WHERE s.user_id = j.user_id AND s.kind <> 'auth_account' AND s.state = 'pending'))
+            ORDER BY j.turn, j.id
+            LIMIT 1
+            FOR UPDATE SKIP LOCKED
+            """
+        ).first.map(job.decode)
+    }
+
+    /// Removes a job that is done (or has nothing left to do).
+    public static func remove(_ connection: PostgresConnection, id: Int64) throws {
+        try connection.query("DELETE FROM cleanup_jobs WHERE id = \(id)")
+    }
+
+    /// Records a failed attempt of a job: retried after `retryAfterSeconds`, or, when nil, kept as
+    /// `failed_permanent` for an operator and never retried.
+    public static func recordFailure(_ connection: PostgresConnection, id: Int64, error: String, retryAfterSeconds: Double?) throws {
+        if let retryAfterSeconds {
+            try connection.query(
+                """
+                UPDATE cleanup_jobs SET attempts = attempts + 1, last_error = \(error),
+                       run_after = now() + make_interval(secs => \(retryAfterSeconds))
+                WHERE id = \(id)
+                """)
+        } else {
+            try connection.query(
+                "UPDATE cleanup_jobs SET attempts = attempts + 1, last_error = \(error), state = 'failed_permanent' WHERE id = \(id)")
+        }
+    }
+
+    /// The queue's depth: jobs pending that have not failed yet, pending after a failure, and
+    /// failed for good.
+    public static func depth(_ connection: PostgresConnection) throws -> (pending: Int64, failed: Int64, failedPermanent: Int64) {
+        let counts = ColumnSet(
+            [
+                "count(*) FILTER (WHERE state = 'pending' AND last_error IS NULL)",
+                "count(*) FILTER (WHERE state = 'pending' AND last_error IS NOT NULL)",
+                "count(*) FILTER (WHERE state = 'failed_permanent')",
+            ]
+        ) { column throws(PostgresError) in
+            (pending: try column.next(Int64.self), failed: try column.next(Int64.self), failedPermanent: try column.next(Int64.self))
+        }
+        return try connection.query("SELECT \(unsafeSQL: counts.sql) FROM cleanup_jobs").first.map(counts.decode) ?? (0, 0, 0)
+    }
+
     /// Records jobs in the caller's transaction, so they exist exactly when the deletion commits.
     ///
     /// Each job gets a `turn`, the order the worker claims in (migrations/0006): consecutive turns

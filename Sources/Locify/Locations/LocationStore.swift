@@ -16,6 +16,70 @@ enum LocationStore: RecordTable {
         "SELECT \(unsafeSQL: columns.sql) FROM locations l WHERE l.user_id = \(userID) AND l.id = \(id)"
     }
 
+    /// `find`, for a write: a location still shown in a category whose cascade is pending is hidden
+    /// first, at the cascade's stamp, as settling would hide it (`PendingCascades`), so the write
+    /// meets the tombstone every read already shows.
+    static func findForWrite(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Location? {
+        try connection.query(
+            """
+            WITH target AS (
+                SELECT l.user_id, l.id, c.change_seq FROM users u
+                JOIN locations l ON l.user_id = u.id AND l.id = \(id) AND l.deleted_at IS NULL AND l.category_id = ANY (u.hiding)
+                JOIN categories c ON c.user_id = u.id AND c.id = l.category_id
+                WHERE u.id = \(userID)
+            ), hidden AS (
+                UPDATE locations l SET \(unsafeSQL: hidingAssignments), change_seq = target.change_seq
+                FROM target WHERE l.user_id = target.user_id AND l.id = target.id
+                RETURNING \(unsafeSQL: columns.sql)
+            )
+            SELECT * FROM hidden
+            UNION ALL
+            SELECT \(unsafeSQL: columns.sql) FROM locations l
+            WHERE l.user_id = \(userID) AND l.id = \(id) AND NOT EXISTS (SELECT 1 FROM hidden)
+            """
+        ).first.map(columns.decode)
+    }
+
+    /// Hides up to `limit` live locations shown in `category`, whose cascade is pending, at its
+    /// `stamp` (`PendingCascades.settleBatch`); returns how many. The category's counters drop by
+    /// the rows hidden, in the same statement, instead of once per row (`skipCounters`).
+    static func hideBatch(_ connection: PostgresConnection, userID: String, category: UUID, stamp: Int64, limit: Int) throws -> Int {
+        try skipCounters(connection, true)
+        // The batch's ids are read in an order an index of live rows keeps (so each batch starts
+        // after the rows hidden before, not behind them in the table) and passed as one array: a
+        // join with `LIMIT` bound as a parameter made the generic plan expect a tenth of the table
+        // and hash-join all of it (5 s a batch at 3,000,000 locations).
+        let rows = try connection.query(
+            """
+            WITH hidden AS (
+                UPDATE locations l SET \(unsafeSQL: hidingAssignments), change_seq = \(stamp)
+                WHERE l.user_id = \(userID) AND l.id = ANY (ARRAY(
+                    SELECT t.id FROM locations t
+                    WHERE t.user_id = \(userID) AND t.category_id = \(category) AND t.deleted_at IS NULL
+                    ORDER BY t.created_at DESC, t.id
+                    LIMIT \(Int64(limit))))
+                RETURNING l.is_favorite
+            ), counted AS (
+                UPDATE categories c SET location_count = c.location_count - (SELECT count(*) FROM hidden),
+                       favorite_count = c.favorite_count - (SELECT count(*) FROM hidden WHERE is_favorite)
+                WHERE c.user_id = \(userID) AND c.id = \(category)
+            )
+            SELECT count(*) FROM hidden
+            """)
+        try skipCounters(connection, false)
+        return try rows.first.map { row throws(PostgresError) in
+            var column = ColumnReader(row)
+            return Int(try column.next(Int64.self))
+        } ?? 0
+    }
+
+    /// How a live location of a cascade's category is hidden, as `follow` hides it: under its own
+    /// category (the one its last write named), deleted at its own clock; the stamp is set beside.
+    private static let hidingAssignments = """
+        category_id = COALESCE(l.own_category_id, l.category_id), own_category_id = NULL, hidden = true,
+        deleted_at = l.updated_at, version = l.version + 1, changed_at = clock_timestamp()
+        """
+
     /// Where the draft's category shows it: the category named when it is live, else what its
     /// state says (`CategoryGraph`); E007 when the user never had that category. A write that keeps
     /// a live location in the category it is shown in reads no category: a live location's
@@ -112,13 +176,14 @@ enum LocationStore: RecordTable {
         // The categories whose counts can change: the owners, where they show their locations,
         // and where their locations are shown now.
         var involved = Set(owners.map { (graph.placement(of: $0) ?? .hidden).shownCategory($0) } + owners)
+        let shownIn = ColumnSet<UUID>(expression: "l.category_id")
         involved.formUnion(
             try connection.query(
                 """
-                SELECT DISTINCT l.category_id FROM locations l
+                SELECT DISTINCT \(unsafeSQL: shownIn.sql) FROM locations l
                 WHERE l.user_id = \(userID) AND l.own_category_id = ANY (\(owners)) AND l.deleted_at IS NULL
                 """
-            ).map { row throws(PostgresError) in try row.decode(0, as: UUID.self) })
+            ).map(shownIn.decode))
         var hidden: [(id: UUID, imageURLsOutsideFolder: [String])] = []
         var changed = false
         try skipCounters(connection, true)
@@ -205,26 +270,25 @@ enum LocationStore: RecordTable {
     static let deepOffset: Int64 = 400
 
     /// One page of live locations with its total, gated. Each filter combination is its own
-    /// statement text (so each gets its own plan and index) but binds are always `$1` user, `$2`
-    /// category, `$3` favorite, `$4` search pattern, `$5` limit, `$6` offset, after the gate's
-    /// (`GatedRead` renumbers them); the SQL text is built only from the constant fragments below.
+    /// statement text (so each gets its own plan and index); values are bound by interpolation.
     ///
     /// The page is found on ids alone (an index-only scan of the sort's partial index skips the
     /// offset without touching the table) and only its rows are then read. The total does not
-    /// depend on the page row, so it is computed once (bench/RESULTS.md, "Resources at scale").
+    /// depend on the page row, so it is computed once, in an uncorrelated subquery
+    /// (bench/RESULTS.md, "Resources at scale").
     static func listQuery(_ caller: Caller, _ query: LocationQuery) -> GatedRead<ListingRow<Location>> {
-        let row = listing(query)
+        let row = listing
         return GatedRead(caller, row, selecting: listStatement(userID: caller.userID, query, deep: nil, selecting: row.sql))
     }
 
     /// A deep page (`listQuery`) with the user's change stamp and account time
-    /// (`PageBoundaries.Stamp`); `.from` reads the page after the boundary row `$7` (skipping `$6`
-    /// rows counted from it) and only when the stamp is still `$8`/`$9`, checked in the same
-    /// snapshot (else the page is empty).
+    /// (`PageBoundaries.Stamp`); `.from` reads the page after the boundary row (skipping
+    /// `start.skip` rows counted from it) and only when the stamp is still the one remembered,
+    /// checked in the same snapshot (else the page is empty).
     static func deepListQuery(
         _ caller: Caller, _ query: LocationQuery, _ deep: DeepRead
     ) -> GatedRead<(stamp: PageBoundaries.Stamp, listing: ListingRow<Location>)> {
-        let row = stampColumns.then(listing(query)).map { (stamp: $0.0, listing: $0.1) }
+        let row = stampColumns.then(listing).map { (stamp: $0.0, listing: $0.1) }
         return GatedRead(caller, row, selecting: listStatement(userID: caller.userID, query, deep: deep, selecting: row.sql))
     }
 
@@ -234,66 +298,70 @@ enum LocationStore: RecordTable {
         PageBoundaries.Stamp(changeSeq: try column.next(), account: try column.next())
     }
 
-    /// A listing's row: its total and the location columns.
-    private static func listing(_ query: LocationQuery) -> ColumnSet<ListingRow<Location>> {
-        columns.listing(total: totalExpression(query, filters: filters(query)))
-    }
+    /// A listing's row: its total (the subquery `total`) and the location columns.
+    private static let listing = columns.listing(total: "total.n")
 
-    /// The filters of a listing on the table's columns, against the binds of `listStatement`.
-    private static func filters(_ query: LocationQuery) -> String {
-        var filters = ""
-        if query.categoryID != nil { filters += " AND category_id = $2" }
-        if query.isFavorite != nil { filters += " AND is_favorite = $3" }
-        if query.search != nil { filters += " AND search_text LIKE $4" }
+    /// The filters of a listing on the table's columns.
+    private static func filters(_ query: LocationQuery, search: String?) -> PostgresQuery {
+        var filters: PostgresQuery = ""
+        if let category = query.categoryID { filters = "\(filters) AND category_id = \(category)" }
+        if let favorite = query.isFavorite { filters = "\(filters) AND is_favorite = \(favorite)" }
+        if let search { filters = "\(filters) AND search_text LIKE \(search)" }
         return filters
     }
 
-    /// The listing statement from its select list on (`selection`, written against its binds).
+    /// The listing statement from its select list on (`selection`, trusted text without binds).
     private static func listStatement(
         userID: String, _ query: LocationQuery, deep: DeepRead?, selecting selection: String
     ) -> PostgresQuery {
-        let filters = filters(query)
         let search = query.search.map { substringPattern(ListingRules.searchKey($0)) }
-        let order: (String) -> String
-        // The boundary row's sort key, read by primary key in the page's own snapshot.
-        let boundary = { (column: String) in "(SELECT b.\(column) FROM locations b WHERE b.user_id = $1 AND b.id = $7)" }
-        let after: String
-        switch query.sort {
-        case .createdAt:
-            order = { "\($0)created_at DESC, \($0)id" }
-            after = " AND created_at <= \(boundary("created_at")) AND (created_at < \(boundary("created_at")) OR id >= $7)"
-        case .updatedAt:
-            order = { "\($0)updated_at DESC, \($0)id" }
-            after = " AND updated_at <= \(boundary("updated_at")) AND (updated_at < \(boundary("updated_at")) OR id >= $7)"
-        case .name:
-            order = { "\($0)name_key, \($0)id" }
-            after = " AND (name_key, id) >= (\(boundary("name_key")), $7)"
-        }
+        let filters = filters(query, search: search)
         var pageFilters = filters
-        var binds = [
-            PostgresBind(userID), PostgresBind(query.categoryID), PostgresBind(query.isFavorite), PostgresBind(search),
-            PostgresBind(Int64(query.page.size)), PostgresBind(query.page.offset),
-        ]
+        var offset = query.page.offset
+        let order: (String) -> String
+        switch query.sort {
+        case .createdAt: order = { "\($0)created_at DESC, \($0)id" }
+        case .updatedAt: order = { "\($0)updated_at DESC, \($0)id" }
+        case .name: order = { "\($0)name_key, \($0)id" }
+        }
         if case .from(let start) = deep {
+            // The boundary row's sort key, read by primary key in the page's own snapshot.
+            let boundary = { (column: String) -> PostgresQuery in
+                "(SELECT b.\(unsafeSQL: column) FROM locations b WHERE b.user_id = \(userID) AND b.id = \(start.boundaryID))"
+            }
+            let after: PostgresQuery
+            switch query.sort {
+            case .createdAt:
+                after =
+                    " AND created_at <= \(boundary("created_at")) AND (created_at < \(boundary("created_at")) OR id >= \(start.boundaryID))"
+            case .updatedAt:
+                after =
+                    " AND updated_at <= \(boundary("updated_at")) AND (updated_at < \(boundary("updated_at")) OR id >= \(start.boundaryID))"
+            case .name:
+                after = " AND (name_key, id) >= (\(boundary("name_key")), \(start.boundaryID))"
+            }
             // Refers only to the user row: a one-time filter that skips the page read at once
             // when the stamp has moved on.
-            pageFilters += after + " AND u.change_seq = $8 AND (extract(epoch FROM u.created_at) * 1000000)::bigint = $9"
-            binds[5] = PostgresBind(start.skip)
-            binds += [PostgresBind(start.boundaryID), PostgresBind(start.stamp.changeSeq), PostgresBind(start.stamp.account)]
+            let stamp: PostgresQuery =
+                " AND u.change_seq = \(start.stamp.changeSeq) AND (extract(epoch FROM u.created_at) * 1000000)::bigint = \(start.stamp.account)"
+            pageFilters = "\(pageFilters)\(after)\(stamp)"
+            offset = start.skip
         }
         // A search is planned for its values (LocationService.list), so its page names the user
-        // as `$1`: the planner then knows how many rows that user has and whether the trigram index
-        // or the sort's index finds the page sooner.
-        let pageUser = search != nil ? "$1" : "u.id"
-        let sql = """
-            \(selection)
+        // by value: the planner then knows how many rows that user has and whether the trigram
+        // index or the sort's index finds the page sooner.
+        let pageUser: PostgresQuery = search != nil ? "\(userID)" : "u.id"
+        return """
+            \(unsafeSQL: selection)
             FROM users u
+            JOIN (SELECT \(userID)::text AS user_id, \(totalExpression(query, userID: userID, filters: filters)) AS n) total
+                ON total.user_id = u.id
             LEFT JOIN LATERAL (
                 SELECT loc.* FROM (
                     SELECT id FROM locations
-                    WHERE user_id = \(pageUser) AND deleted_at IS NULL\(pageFilters) AND \(notHiding("u.hiding"))
-                    ORDER BY \(order(""))
-                    LIMIT $5 OFFSET $6
+                    WHERE user_id = \(pageUser) AND deleted_at IS NULL\(pageFilters) AND \(unsafeSQL: notHiding("u.hiding"))
+                    ORDER BY \(unsafeSQL: order(""))
+                    LIMIT \(Int64(query.page.size)) OFFSET \(offset)
                 ) page
                 -- One primary-key lookup per id of the page; OFFSET 0 keeps the planner from
                 -- turning it into a join, so even the generic plan never scans the table.
@@ -301,36 +369,38 @@ enum LocationStore: RecordTable {
                     SELECT * FROM locations r WHERE r.user_id = u.id AND r.id = page.id OFFSET 0
                 ) loc
             ) l ON true
-            WHERE u.id = $1
-            ORDER BY \(order("l."))
+            WHERE u.id = \(userID)
+            ORDER BY \(unsafeSQL: order("l."))
             """
-        return PostgresQuery(unsafeSQL: sql, binds: binds)
     }
 
     /// The total of a listing: read from the per-category counters the triggers maintain, except
-    /// for a text search, which has to count. Written against `$1` rather than the joined user row, so it is
-    /// an uncorrelated subquery that PostgreSQL evaluates once, not once per row of the page.
-    private static func totalExpression(_ query: LocationQuery, filters: String) -> String {
+    /// for a text search, which has to count. Names the user by value rather than through the
+    /// joined user row, so it is an uncorrelated subquery that PostgreSQL evaluates once, not
+    /// once per row of the page.
+    private static func totalExpression(_ query: LocationQuery, userID: String, filters: PostgresQuery) -> PostgresQuery {
         if query.search != nil {
             return """
                 (SELECT count(*) FROM locations JOIN users h ON h.id = locations.user_id
-                 WHERE user_id = $1 AND deleted_at IS NULL\(filters) AND \(notHiding("h.hiding")))
+                 WHERE user_id = \(userID) AND deleted_at IS NULL\(filters) AND \(unsafeSQL: notHiding("h.hiding")))
                 """
         }
-        let counter: (String) -> String = { table in
-            switch query.isFavorite {
-            case nil: return "\(table).location_count"
-            case true?: return "\(table).favorite_count"
-            case false?: return "\(table).location_count - \(table).favorite_count"
-            }
+        let counter: String
+        switch query.isFavorite {
+        case nil: counter = "c.location_count"
+        case true?: counter = "c.favorite_count"
+        case false?: counter = "c.location_count - c.favorite_count"
         }
-        guard query.categoryID != nil else {
+        guard let category = query.categoryID else {
             // A user's total is the sum over their live categories (every live location is in one).
-            return "(SELECT COALESCE(sum(\(counter("c"))), 0)::bigint FROM categories c WHERE c.user_id = $1 AND c.deleted_at IS NULL)"
+            return """
+                (SELECT COALESCE(sum(\(unsafeSQL: counter)), 0)::bigint FROM categories c
+                 WHERE c.user_id = \(userID) AND c.deleted_at IS NULL)
+                """
         }
         return """
-            COALESCE((SELECT \(counter("c")) FROM categories c
-                      WHERE c.user_id = $1 AND c.id = $2 AND c.deleted_at IS NULL), 0)
+            COALESCE((SELECT \(unsafeSQL: counter) FROM categories c
+                      WHERE c.user_id = \(userID) AND c.id = \(category) AND c.deleted_at IS NULL), 0)
             """
     }
 

@@ -42,7 +42,7 @@ struct RecordService<Table: RecordTable>: Sendable {
     ) throws -> WriteOutcome<Record> {
         try pool.withTransaction { connection in
             let stamp = try AccountGate.beginWrite(connection, caller, now: now)
-            let stored = try Table.find(connection, userID: caller.userID, id: draft.id)
+            let stored = try Table.findForWrite(connection, userID: caller.userID, id: draft.id)
             let now = self.now()
             let decision = LastWriteWins.decide(
                 intent, stored: stored?.clock, requested: draft.updatedAt,
@@ -89,7 +89,7 @@ struct RecordService<Table: RecordTable>: Sendable {
         do {
             return try pool.withTransaction { connection in
                 let stamp = try AccountGate.beginWrite(connection, caller, now: now)
-                let stored = try Table.find(connection, userID: caller.userID, id: id)
+                let stored = try Table.findForWrite(connection, userID: caller.userID, id: id)
                 let decision = LastWriteWins.decide(
                     .delete, stored: stored?.clock, requested: updatedAt, sameContent: false, now: now())
                 return try decision.applyDelete(stored: stored) { at in

@@ -26,6 +26,10 @@ protocol RecordTable {
     /// The record or tombstone stored under `id`, if the user ever used that id.
     static func findQuery(userID: String, id: UUID) -> PostgresQuery
 
+    /// The record or tombstone a write of `id` overwrites, read under the user's write lock after
+    /// whatever a pending cascade must settle for that write (`PendingCascades`).
+    static func findForWrite(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Record?
+
     /// Inserts the draft as a new record, version 1, stamped `stamp`; returns the record.
     static func insertQuery(
         userID: String, _ draft: Draft, _ placement: Placement, at: Timestamp, createdAt: Timestamp, stamp: Int64

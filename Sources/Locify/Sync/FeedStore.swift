@@ -32,21 +32,18 @@ enum FeedStore {
     ) throws -> [(stamp: Int64, state: RecordState)] {
         let table = kind == .category ? "categories" : "locations"
         // Rows at the cursor's own stamp come after it when their (rank, id) does.
-        let sameStamp = kind == .category ? "$3 = 0 AND r.id > $4" : "$3 = 0 OR ($3 = 1 AND r.id > $4)"
+        let rank = Int64(cursor.rank)
+        let sameStamp: PostgresQuery =
+            kind == .category
+            ? "\(rank) = 0 AND r.id > \(cursor.afterID)" : "\(rank) = 0 OR (\(rank) = 1 AND r.id > \(cursor.afterID))"
         let row = ColumnSet<Int64>(expression: "r.change_seq").then(states(kind))
-        let sql = """
-            SELECT \(row.sql) FROM \(table) r
-            WHERE r.user_id = $1 AND r.change_seq >= $2 AND (r.change_seq > $2 OR \(sameStamp))
-            ORDER BY r.change_seq, r.id
-            LIMIT $5
-            """
         let rows = try connection.query(
-            PostgresQuery(
-                unsafeSQL: sql,
-                binds: [
-                    PostgresBind(userID), PostgresBind(cursor.seq), PostgresBind(Int64(cursor.rank)),
-                    PostgresBind(cursor.afterID), PostgresBind(Int64(limit)),
-                ]))
+            """
+            SELECT \(unsafeSQL: row.sql) FROM \(unsafeSQL: table) r
+            WHERE r.user_id = \(userID) AND r.change_seq >= \(cursor.seq) AND (r.change_seq > \(cursor.seq) OR \(sameStamp))
+            ORDER BY r.change_seq, r.id
+            LIMIT \(Int64(limit))
+            """)
         return try rows.map { result throws(PostgresError) in
             let (stamp, state) = try row.decode(result)
             return (stamp, state)

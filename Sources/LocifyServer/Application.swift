@@ -1,3 +1,4 @@
+import ChangeNotifications
 import FirebaseAdmin
 import HTTPServer
 import Locify
@@ -111,10 +112,11 @@ public final class Application: Sendable {
         }
         logger.info("shutting down", metadata: ["grace_s": "\(shutdownGrace.seconds)"])
         server.shutdown(gracePeriod: shutdownGrace)
-        liveChanges?.stop()
         cleanupWorker.stop()
         purger.stop()
         cascadeWorker.stop()
+        // After the last writer: the notifier sends what they announced before it stops.
+        liveChanges?.stop()
         pool.close()
         workerPool.close()
     }

@@ -106,6 +106,8 @@ final class SilentProxy: Sendable {
             }
             var descriptors = [pollfd(fd: client, events: Int16(POLLIN), revents: 0), pollfd(fd: server, events: Int16(POLLIN), revents: 0)]
             guard poll(&descriptors, 2, 50) >= 0 || errno == EINTR else { return }
+            // Silenced while it waited: what arrived stays unread.
+            if state.withLock({ number <= $0.silencedBefore }) { continue }
             for (from, to) in [(0, server), (1, client)] where descriptors[from].revents != 0 {
                 let count = read(descriptors[from].fd, &buffer, buffer.count)
                 guard count > 0 else { return }

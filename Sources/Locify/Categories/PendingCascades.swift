@@ -4,7 +4,7 @@ import Postgres
 /// The cascades whose locations are still to be turned into tombstones (migrations/0008).
 /// Deleting a live category without a reassign records it in the user's `hiding` list and answers;
 /// `settle` hides its locations afterwards, at the stamp of the category's tombstone, as the delete
-/// itself would have. It runs in the transaction of the user's next write (`AccountGate.beginWrite`),
+/// itself would have. It runs in the transaction of the user's next write (`Accounts.write`),
 /// so writes never meet a live location in a deleted category, or else in the background (the
 /// cascade worker of `LocifyJobs`). Until then reads leave those locations out (`LocationStore`)
 /// and the change feed delivers them as tombstones at that stamp (`FeedStore`).

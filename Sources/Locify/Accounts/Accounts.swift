@@ -121,9 +121,6 @@ final class AccountTransaction {
         self.changed = changed
     }
 
-    /// The user whose account this is.
-    var userID: String { caller.userID }
-
     /// Records that the transaction changed the user's data: once committed, the user's waiting
     /// pulls are woken (`ChangeAnnouncer`).
     func markChanged() {

@@ -20,14 +20,16 @@ final class ReconnectingConnection {
     /// Failures since the last success.
     private(set) var failuresInARow = 0
 
-    /// Connections made with `configuration` (its dead-network timeout and application name
-    /// adjusted by the caller), each set up by `setUp` before it is used.
+    /// Connections made with `configuration` (its application name adjusted by the caller; its
+    /// dead-network and statement timeouts `timing`'s), each set up by `setUp` before it is used.
     init(
         configuration: PostgresConfiguration, timing: PostgresListener.Timing, logger: Logger, purpose: String,
         metadata: Logger.Metadata, setUp: @escaping (PostgresConnection) throws -> Void = { _ in }
     ) {
         var configuration = configuration
         configuration.deadNetworkTimeout = timing.deadNetworkTimeout
+        // The server gives up on a statement when its client would (a stuck lock, an overloaded server).
+        configuration.statementTimeout = timing.answerTimeout
         self.configuration = configuration
         self.timing = timing
         self.logger = logger

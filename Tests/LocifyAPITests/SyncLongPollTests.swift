@@ -383,26 +383,34 @@ struct SyncLongPollTests {
         #expect(eventually { server.application.liveStatistics?.notifications == 2 }, "this instance hears its own notifications")
     }
 
-    @Test("a write that stores nothing (a replayed POST, a replayed push) notifies nobody, though answered 2xx")
-    func writesThatStoreNothingNotifyNobody() throws {
-        let server = try TestServer.start(.inProcess)
+    @Test("a write that stores nothing (a replayed POST, a replayed push) wakes no waiting pull, though answered 2xx")
+    func writesThatStoreNothingWakeNobody() throws {
+        let server = try TestServer.start()
         defer { server.stop() }
         let alice = try SyncTestClient(server)
         let bob = try SyncTestClient(server)
-        let sent = { server.application.liveStatistics?.notificationsSent ?? -1 }
-        #expect(eventually { server.application.liveStatistics?.isListening == true })
+        let live = { server.application.liveStatistics }
+        #expect(eventually { live()?.isListening == true })
         let id = UUID()
         let body = JSONValue.object(C.category(id, name: "Once", at: 10))
         #expect(try server.request("POST", "/v1/categories", token: alice.token, json: body).status == 201)
-        #expect(eventually { sent() == 1 })
+        // That create has been heard (and woke nobody) before the pulls wait.
+        #expect(eventually { (live()?.notifications ?? 0) >= 1 })
+        let alicePull = try PendingPull(port: server.port, token: alice.token, since: alice.drain(limit: 100).cursor, wait: 60)
+        defer { alicePull.client.close() }
+        let bobPull = try PendingPull(port: server.port, token: bob.token, since: bob.drain(limit: 100).cursor, wait: 60)
+        #expect(holds(server.application, 2))
+        let woken = live()?.wakeUps ?? 0
+
         #expect(try server.request("POST", "/v1/categories", token: alice.token, json: body).status == 200)
         let replayed = try alice.pushResults([C.change("category", "create", C.category(id, name: "Once", at: 10))])
         #expect(replayed.map { $0["status"]?.stringValue } == ["applied"])
-        // Bob's change goes out after whatever alice's requests queued before it.
-        let fence = try server.request("POST", "/v1/categories", token: bob.token, json: .object(C.category(UUID(), name: "Fence")))
-        #expect(fence.status == 201)
-        #expect(eventually { sent() >= 2 })
-        #expect(sent() == 2, "the replays notified alice's waiting pulls")
+        // Bob's change is announced after anything alice's requests announced: once it has
+        // answered bob's pull, a wake-up of alice's would have come first.
+        let fence = try create(server, token: bob.token)
+        #expect(try bobPull.page().keys == ["category:\(fence)"])
+        #expect(live()?.wakeUps == woken + 1, "the replays woke alice's pull")
+        #expect(holds(server.application, 1))
     }
 
     @Test("a push that commits changes before a later one fails (500) wakes the waiting pulls for what it committed")

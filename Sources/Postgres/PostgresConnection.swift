@@ -212,7 +212,8 @@ public final class PostgresConnection {
     /// vanish or are acknowledged by something that never answers), the server's
     /// `statement_timeout` never fires and libpq would wait for ever. After the deadline the
     /// connection is broken (`connectionLost`) and must be replaced.
-    public func query(_ query: PostgresQuery, answerWithin timeout: Duration, clock: MonotonicClock) throws(PostgresError) -> PostgresRows {
+    @discardableResult
+    func query(_ query: PostgresQuery, answerWithin timeout: Duration, clock: MonotonicClock) throws(PostgresError) -> PostgresRows {
         try ensureUsable()
         let deadline = clock.now() + timeout
         let types = query.binds.map(\.dataType.rawValue)

@@ -79,6 +79,13 @@ let package = Package(
             dependencies: ["Postgres", "LocifyRules", "Primitives", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
+        // Live changes across instances: the requests waiting for each user's next change, woken
+        // through PostgreSQL's LISTEN/NOTIFY when the domain announces a commit of that user's.
+        .target(
+            name: "ChangeNotifications",
+            dependencies: ["Postgres", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings
+        ),
         // The server's background work: the clean-up worker and its Google executor, the tombstone
         // purge, and the periodic thread that runs them.
         .target(
@@ -89,7 +96,7 @@ let package = Package(
         .target(
             name: "LocifyAPI",
             dependencies: [
-                "HTTPServer", "Locify", "LocifyRules", "Postgres", "FirebaseAdmin", "JSON", "Primitives",
+                "HTTPServer", "Locify", "ChangeNotifications", "LocifyRules", "Postgres", "FirebaseAdmin", "JSON", "Primitives",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
@@ -99,7 +106,7 @@ let package = Package(
         .target(
             name: "LocifyServer",
             dependencies: [
-                "LocifyAPI", "LocifyJobs", "Locify", "HTTPServer", "HTTPClient", "FirebaseAdmin", "JSON", "Postgres", "LocifyRules",
+                "LocifyAPI", "LocifyJobs", "Locify", "ChangeNotifications", "HTTPServer", "HTTPClient", "FirebaseAdmin", "JSON", "Postgres", "LocifyRules",
                 "Primitives",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -113,7 +120,7 @@ let package = Package(
             // the position-independent binary's 74,000 relative relocations take 14 KB instead of a
             // 1.8 MB table that the loader reads, and keeps resident, at every start.
             linkerSettings: [
-                .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(configuration: .release)),
+                .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(configuration: .release))
             ]
         ),
         // Test helpers in three layers, so a unit test links only what it uses: `TestSupport` (threads,

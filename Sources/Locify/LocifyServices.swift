@@ -30,22 +30,25 @@ public struct LocifyServices: Sendable {
     public let users: UserService
     /// Storage clean-ups skipped because the object name cannot exist (shared with the worker).
     public let cleanupSkips: CleanupSkips
+    /// The door every service reaches a user's data through; `admit` runs the account gate alone.
+    public let accounts: Accounts
 
     /// The services on `pool` with `settings`; `clock` is the wall clock every write stamps (the
-    /// composition root's; tests inject one), and `cleanupSkips` is shared with the clean-up
-    /// worker so `/metrics` sees one count.
+    /// composition root's; tests inject one), `cleanupSkips` is shared with the clean-up worker so
+    /// `/metrics` sees one count, and `announce` hears, after the commit, of every user whose data
+    /// a request changed (`ChangeAnnouncer`).
     public init(
         pool: ConnectionPool, settings: LocifySettings, clock: WallClock = .system,
-        cleanupSkips: CleanupSkips = CleanupSkips(logger: Logger(label: "locify.cleanup"))
+        cleanupSkips: CleanupSkips = CleanupSkips(logger: Logger(label: "locify.cleanup")), announce: ChangeAnnouncer? = nil
     ) {
-        let now: @Sendable () -> Timestamp = { clock.now() }
+        let accounts = Accounts(pool: pool, now: { clock.now() }, announce: announce)
+        self.accounts = accounts
         self.cleanupSkips = cleanupSkips
-        categories = CategoryService(
-            pool: pool, storage: StorageScope(bucket: settings.storageBucket, skips: cleanupSkips), now: now)
-        locations = LocationService(pool: pool, now: now)
+        categories = CategoryService(accounts: accounts, storage: StorageScope(bucket: settings.storageBucket, skips: cleanupSkips))
+        locations = LocationService(accounts: accounts)
         sync = SyncService(
-            pool: pool, categories: categories, locations: locations,
+            accounts: accounts, categories: categories, locations: locations,
             retentionSeconds: settings.tombstoneRetentionSeconds, maxPushChanges: settings.maxPushChanges)
-        users = UserService(pool: pool, now: now)
+        users = UserService(accounts: accounts)
     }
 }

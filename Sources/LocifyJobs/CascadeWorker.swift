@@ -9,9 +9,11 @@ import Synchronization
 /// left behind. Each transaction hides one batch of at most `batchSize` locations of the oldest
 /// pending cascade, so no statement grows with the category and the user's writes wait at most
 /// one batch. A user whose batch fails is skipped for a while that doubles with each failure
-/// (`retryDelay`, up to `maximumRetryDelay`) while the others go on.
+/// (`retryDelay`, up to `maximumRetryDelay`) while the others go on. Each batch committed is
+/// announced (`announce`: the user's waiting pulls are woken).
 public final class CascadeWorker: Sendable {
     private let pool: ConnectionPool
+    private let announce: ChangeAnnouncer?
     private let logger: Logger
     private let batchSize: Int
     private let backoff: Backoff
@@ -19,12 +21,14 @@ public final class CascadeWorker: Sendable {
     private let task: PeriodicTask
 
     /// A worker on `pool`, run every `interval` once started, hiding `batchSize` locations per
-    /// transaction; `clock` times the back-off of failing users.
+    /// transaction and telling `announce` the user of each batch; `clock` times the back-off of
+    /// failing users.
     public init(
         pool: ConnectionPool, interval: Duration = .seconds(5), batchSize: Int = 2_000, retryDelay: Duration = .seconds(1),
-        maximumRetryDelay: Duration = .seconds(300), clock: MonotonicClock = .system, logger: Logger
+        maximumRetryDelay: Duration = .seconds(300), clock: MonotonicClock = .system, announce: ChangeAnnouncer? = nil, logger: Logger
     ) {
         self.pool = pool
+        self.announce = announce
         self.logger = logger
         self.batchSize = batchSize
         let backoff = Backoff(clock: clock, first: retryDelay, maximum: maximumRetryDelay)
@@ -32,7 +36,7 @@ public final class CascadeWorker: Sendable {
         let draining = Flag()
         self.draining = draining
         self.task = PeriodicTask(name: "locify.cascade-worker", interval: interval, clock: clock) {
-            _ = CascadeWorker.settleAll(pool: pool, batchSize: batchSize, backoff: backoff, draining: draining, logger: logger)
+            _ = CascadeWorker.settleAll(pool: pool, batchSize: batchSize, backoff: backoff, draining: draining, announce: announce, logger: logger)
         }
     }
 
@@ -56,10 +60,12 @@ public final class CascadeWorker: Sendable {
     /// how many users it left with none pending.
     @discardableResult
     public func settleNow() -> Int {
-        Self.settleAll(pool: pool, batchSize: batchSize, backoff: backoff, draining: draining, logger: logger)
+        Self.settleAll(pool: pool, batchSize: batchSize, backoff: backoff, draining: draining, announce: announce, logger: logger)
     }
 
-    private static func settleAll(pool: ConnectionPool, batchSize: Int, backoff: Backoff, draining: Flag, logger: Logger) -> Int {
+    private static func settleAll(
+        pool: ConnectionPool, batchSize: Int, backoff: Backoff, draining: Flag, announce: ChangeAnnouncer?, logger: Logger
+    ) -> Int {
         var settled = 0
         while !draining.isSet {
             var user: String?
@@ -71,6 +77,7 @@ public final class CascadeWorker: Sendable {
                 }
                 guard let done, let user else { return settled }
                 backoff.succeeded(user)
+                announce?(user)
                 if done { settled += 1 }
             } catch {
                 guard let user else {

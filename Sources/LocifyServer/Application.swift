@@ -1,3 +1,4 @@
+import ChangeNotifications
 import FirebaseAdmin
 import HTTPServer
 import Locify
@@ -108,9 +109,10 @@ public final class Application: Sendable {
         }
         logger.info("shutting down", metadata: ["grace_s": "\(shutdownGrace.seconds)"])
         server.shutdown(gracePeriod: shutdownGrace)
-        liveChanges?.stop()
         for worker in workers { worker.drain() }
         for worker in workers { worker.stop() }
+        // After the last writer: the notifier sends what they announced before it stops.
+        liveChanges?.stop()
         pool.close()
         workerPool.close()
     }

@@ -1,3 +1,4 @@
+import ChangeNotifications
 import FirebaseAdmin
 import FoundationEssentials
 import HTTPClient
@@ -30,12 +31,6 @@ public func buildApplication(
     var settings = LocifySettings(storageBucket: configuration.storageBucket)
     settings.tombstoneRetentionSeconds = Int64(configuration.tombstoneRetentionSeconds)
     settings.maxPushChanges = configuration.maxPushChanges
-    let cleanupSkips = CleanupSkips(logger: logger)
-    let services = LocifyServices(
-        pool: database.pool, settings: settings, clock: dependencies.wallClock, cleanupSkips: cleanupSkips)
-    let jobs = try buildJobs(
-        configuration, database: database.configuration, cleanupSkips: cleanupSkips, dependencies: dependencies, logger: logger)
-
     // One connection per instance listens for the notifications of every user's committed
     // changes (not one per waiting pull), and one sends this instance's; off when long-poll is.
     let liveChanges =
@@ -44,6 +39,15 @@ public func buildApplication(
             configuration: database.configuration, maxWaitersPerUser: configuration.maxWaitsPerUser,
             timing: dependencies.listenTiming, logger: logger)
         : nil
+    // What the domain announces after each commit of a user's change wakes that user's waiting pulls.
+    var announce: ChangeAnnouncer?
+    if let liveChanges { announce = { userID in liveChanges.changed(userID) } }
+    let cleanupSkips = CleanupSkips(logger: logger)
+    let services = LocifyServices(
+        pool: database.pool, settings: settings, clock: dependencies.wallClock, cleanupSkips: cleanupSkips, announce: announce)
+    let jobs = try buildJobs(
+        configuration, database: database.configuration, cleanupSkips: cleanupSkips, announce: announce, dependencies: dependencies,
+        logger: logger)
 
     let api = buildAPI(
         configuration, http: http, services: services, verifier: verifier, database: database.pool, jobs: jobs,
@@ -109,7 +113,7 @@ private struct Jobs {
 /// The clean-up worker (with the Google clients of `cleanupExecutor`), the tombstone purge and the
 /// cascade worker, on a database pool of their own.
 private func buildJobs(
-    _ configuration: Configuration, database: PostgresConfiguration, cleanupSkips: CleanupSkips,
+    _ configuration: Configuration, database: PostgresConfiguration, cleanupSkips: CleanupSkips, announce: ChangeAnnouncer?,
     dependencies: ApplicationDependencies, logger: Logger
 ) throws -> Jobs {
     let pool = ConnectionPool(configuration: database, size: 2, logger: logger)
@@ -120,7 +124,7 @@ private func buildJobs(
     let purger = TombstonePurger(
         pool: pool, retentionSeconds: Int64(configuration.tombstoneRetentionSeconds),
         interval: .seconds(configuration.tombstonePurgeIntervalSeconds), logger: logger)
-    let cascadeWorker = CascadeWorker(pool: pool, clock: dependencies.monotonicClock, logger: logger)
+    let cascadeWorker = CascadeWorker(pool: pool, clock: dependencies.monotonicClock, announce: announce, logger: logger)
     return Jobs(pool: pool, cleanupWorker: cleanupWorker, cascadeWorker: cascadeWorker, workers: [cleanupWorker, purger, cascadeWorker])
 }
 

@@ -17,6 +17,11 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
     /// The `application_name` reported to the server (visible in `pg_stat_activity`), default
     /// `locify`; an `application_name` in the connection string wins.
     public var applicationName = "locify"
+    /// How long a silently dead network (a peer gone without a word, as after a failover) may go
+    /// unnoticed, default 60 seconds: the TCP user timeout (sent data unacknowledged), and TCP
+    /// keepalives that give up within it on an idle connection (probes from half of it, every sixth,
+    /// three unanswered). Whole seconds, at least 3.
+    public var deadNetworkTimeout: Duration = .seconds(60)
 
     /// One libpq connection keyword and its value.
     public struct Parameter: Sendable, Hashable {
@@ -109,16 +114,17 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
 
     /// The keyword/value pairs handed to libpq when connecting: the explicit parameters win over
     /// this library's defaults (`application_name`, UTF-8 client encoding, TCP keepalives and a
-    /// user timeout so a silently dead network is noticed within about a minute).
+    /// user timeout so a silently dead network is noticed within `deadNetworkTimeout`).
     var connectParameters: [(keyword: String, value: String)] {
+        let seconds = max(3, deadNetworkTimeout.milliseconds / 1000)
         var result: [(keyword: String, value: String)] = [
             ("application_name", applicationName),
             ("client_encoding", "UTF8"),
             ("keepalives", "1"),
-            ("keepalives_idle", "30"),
-            ("keepalives_interval", "10"),
+            ("keepalives_idle", "\(seconds / 2)"),
+            ("keepalives_interval", "\(max(1, seconds / 6))"),
             ("keepalives_count", "3"),
-            ("tcp_user_timeout", "60000"),
+            ("tcp_user_timeout", "\(seconds * 1000)"),
         ]
         result.append(contentsOf: parameters.map { ($0.keyword, $0.value) })
         return result

@@ -205,6 +205,65 @@ public final class PostgresConnection {
         return false
     }
 
+    // MARK: - Statements with a client-side deadline (PostgresListener, PostgresNotifier)
+
+    /// Runs `query` unprepared and waits at most `timeout` (on `clock`) for its whole answer: on a
+    /// connection whose peer went silent (a half-open connection after a failover, whose packets
+    /// vanish or are acknowledged by something that never answers), the server's
+    /// `statement_timeout` never fires and libpq would wait for ever. After the deadline the
+    /// connection is broken (`connectionLost`) and must be replaced.
+    @discardableResult
+    func query(_ query: PostgresQuery, answerWithin timeout: Duration, clock: MonotonicClock) throws(PostgresError) -> PostgresRows {
+        try ensureUsable()
+        let deadline = clock.now() + timeout
+        let types = query.binds.map(\.dataType.rawValue)
+        let sent = try types.withUnsafeBufferPointer { types throws(PostgresError) in
+            try Self.withBindValues(query.binds) { count, values, lengths, formats in
+                PQsendQueryParams(handle, query.sql, count, types.baseAddress, values, lengths, formats, 1)
+            }
+        }
+        guard sent == 1 else { throw lostConnection(currentErrorMessage()) }
+        var result: PostgresResult?
+        var failure: PostgresError?
+        while true {
+            let flushed = PQflush(handle)
+            if flushed < 0 { throw lostConnection(currentErrorMessage()) }
+            if flushed == 0 {
+                while PQisBusy(handle) == 0 {
+                    guard let next = PQgetResult(handle) else {
+                        if let failure { throw failure }
+                        guard let result else { throw lostConnection("no result") }
+                        return PostgresRows(result: result)
+                    }
+                    do throws(PostgresError) {
+                        let checked = try check(next)
+                        if result == nil { result = checked }
+                    } catch {
+                        if failure == nil { failure = error }
+                        if isBroken { throw error }
+                    }
+                }
+            }
+            let remaining = deadline - clock.now()
+            guard remaining > .zero else {
+                throw lostConnection("no answer from the server within \(timeout.milliseconds) ms")
+            }
+            var descriptor = pollfd(
+                fd: PQsocket(handle), events: Int16(flushed == 1 ? POLLIN | POLLOUT : POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, Int32(clamping: remaining.milliseconds + 1))
+            if ready < 0 && errno != EINTR { throw lostConnection("poll failed: errno \(errno)") }
+            if ready > 0 && descriptor.revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
+                if PQconsumeInput(handle) == 0 { throw lostConnection(currentErrorMessage()) }
+            }
+        }
+    }
+
+    /// Marks the connection broken and describes why.
+    private func lostConnection(_ message: String) -> PostgresError {
+        isBroken = true
+        return PostgresError(kind: .connectionLost, message: message)
+    }
+
     /// The number of statements currently prepared on this connection (for tests and metrics).
     var preparedStatementCount: Int { statements.count }
 
@@ -315,6 +374,18 @@ public final class PostgresConnection {
     }
 
     private func executePrepared(_ name: String, binds: [PostgresBind]) throws(PostgresError) -> PostgresResult {
+        let result = try Self.withBindValues(binds) { count, values, lengths, formats in
+            PQexecPrepared(handle, name, count, values, lengths, formats, 1)
+        }
+        return try check(result)
+    }
+
+    /// Calls `body` with `binds` as libpq wants them: the count, the value pointers (nil: NULL),
+    /// their lengths and formats (all binary).
+    private static func withBindValues<Result>(
+        _ binds: [PostgresBind],
+        _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>, UnsafePointer<Int32>) -> Result
+    ) throws(PostgresError) -> Result {
         let count = binds.count
         var storage: [UInt8] = []
         var offsets: [Int] = []
@@ -337,17 +408,15 @@ public final class PostgresConnection {
         }
         storage.append(0)  // so that the buffer has an address even when every value is empty
         let formats = [Int32](repeating: 1, count: count)
-        let result: OpaquePointer? = storage.withUnsafeBufferPointer { buffer in
+        return storage.withUnsafeBufferPointer { buffer in
             withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: max(count, 1)) { values in
-                guard let base = buffer.baseAddress else { return nil }
-                let characters = UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self)
+                let characters = buffer.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) }
                 for index in 0..<count {
-                    values[index] = offsets[index] < 0 ? nil : characters + offsets[index]
+                    values[index] = offsets[index] < 0 ? nil : characters.map { $0 + offsets[index] }
                 }
-                return PQexecPrepared(handle, name, Int32(count), values.baseAddress, lengths, formats, 1)
+                return body(Int32(count), UnsafePointer(values.baseAddress), lengths, formats)
             }
         }
-        return try check(result)
     }
 
     /// Turns a libpq result into an owned result or a `PostgresError`, marking the connection

@@ -1,4 +1,3 @@
-import Dispatch
 import Glibc
 import Logging
 import Primitives
@@ -9,8 +8,8 @@ import Synchronization
 /// transaction that made it commits, to every session listening at that moment.
 ///
 /// A lost connection (a terminated backend, a restart, a failover, a probe unanswered for
-/// `probeTimeout`) is opened again with backoff (`minimumBackoff` doubling to `maximumBackoff`,
-/// jittered). Notifications sent while no session listened are lost, so `onListening` runs
+/// `probeTimeout`, a silent network for `deadNetworkTimeout`) is opened again with backoff
+/// (`ReconnectingConnection`). Notifications sent while no session listened are lost, so `onListening` runs
 /// each time the listener listens again (and the first time): the caller re-checks whatever those
 /// notifications would have signalled. Both callbacks run on the listener's thread and must be
 /// quick.
@@ -26,6 +25,16 @@ public final class PostgresListener: Sendable {
         public var probeInterval: Duration = .seconds(10)
         /// A probe unanswered this long means the connection is lost. Default 5 s.
         public var probeTimeout: Duration = .seconds(5)
+        /// The longest wait for the answer to a statement (`LISTEN`, a notifier's send) before the
+        /// connection counts as lost: the server's `statement_timeout` cannot fire on a connection
+        /// whose peer went silent. Default 5 s.
+        public var answerTimeout: Duration = .seconds(5)
+        /// The connections' `PostgresConfiguration.deadNetworkTimeout` (TCP user timeout and
+        /// keepalives), so that a half-open connection breaks within seconds rather than the
+        /// minute a pooled one allows. Default 6 s.
+        public var deadNetworkTimeout: Duration = .seconds(6)
+        /// The clock the probes, sends and deadlines are timed with.
+        public var clock: MonotonicClock = .system
 
         /// The defaults.
         public init() {}
@@ -111,58 +120,53 @@ public final class PostgresListener: Sendable {
     private var isStopping: Bool { thread.isStopping }
 
     private func run() {
-        var backoff = timing.minimumBackoff
         var listenedBefore = false
-        var failuresInARow = 0
         var listenerConfiguration = configuration
         listenerConfiguration.applicationName = configuration.applicationName + "-listen"
+        let link = ReconnectingConnection(
+            configuration: listenerConfiguration, timing: timing, logger: logger, purpose: "listen for notifications",
+            metadata: ["channel": "\(channel)"]
+        ) { [channel, timing] connection in
+            try connection.query("LISTEN \(unsafeSQL: "\"\(channel)\"")", answerWithin: timing.answerTimeout, clock: timing.clock)
+        }
         while !isStopping {
             let connection: PostgresConnection
             do {
-                connection = try PostgresConnection.connect(listenerConfiguration, logger: logger)
-                try connection.execute(unsafeSQL: "LISTEN \"\(channel)\"")
+                connection = try link.open()
             } catch {
-                failuresInARow += 1
-                // The first failure of an outage is worth a warning; the retries are not.
-                let level: Logger.Level = failuresInARow == 1 ? .warning : .debug
-                logger.log(
-                    level: level, "cannot listen for notifications; retrying",
-                    metadata: ["channel": "\(channel)", "error": "\(error)", "retry_ms": "\(backoff.milliseconds)"])
-                if waitForStop(timeoutMilliseconds: Self.jittered(backoff)) { break }
-                backoff = min(backoff * 2, timing.maximumBackoff)
+                if link.failed(error, pause: { waitForStop(timeoutMilliseconds: $0) }) { break }
                 continue
             }
             state.withLock { state in
                 state.isListening = true
                 if listenedBefore { state.reconnects += 1 }
             }
-            if listenedBefore || failuresInARow > 0 {
+            if link.succeeded() || listenedBefore {
                 logger.info("listening for notifications again", metadata: ["channel": "\(channel)"])
             }
             listenedBefore = true
-            failuresInARow = 0
-            backoff = timing.minimumBackoff
             onListening()
             let stopRequested = listen(on: connection)
             state.withLock { $0.isListening = false }
             if stopRequested { break }
+            link.drop()
             logger.warning("lost the connection that listens for notifications; reconnecting", metadata: ["channel": "\(channel)"])
         }
     }
 
     /// Delivers notifications until the connection is lost (false) or `stop` is called (true).
     private func listen(on connection: PostgresConnection) -> Bool {
-        let clock = ContinuousClock()
-        var lastTraffic = clock.now
-        var probeSentAt: ContinuousClock.Instant?
+        let clock = timing.clock
+        var lastTraffic = clock.now()
+        var probeSentAt: Duration?
         while true {
             let socket = connection.socketDescriptor
             guard socket >= 0 else { return false }
             let wait: Duration
             if let sentAt = probeSentAt {
-                wait = timing.probeTimeout - sentAt.duration(to: clock.now)
+                wait = timing.probeTimeout - (clock.now() - sentAt)
             } else {
-                wait = timing.probeInterval - lastTraffic.duration(to: clock.now)
+                wait = timing.probeInterval - (clock.now() - lastTraffic)
             }
             var descriptors = [
                 pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
@@ -176,7 +180,7 @@ public final class PostgresListener: Sendable {
             if descriptors[1].revents != 0 { return true }
             if descriptors[0].revents != 0 {
                 guard connection.readInput() else { return false }
-                lastTraffic = clock.now
+                lastTraffic = clock.now()
                 var received = 0
                 while let notification = connection.nextNotification() {
                     guard notification.channel == channel else { continue }
@@ -194,10 +198,10 @@ public final class PostgresListener: Sendable {
                 continue
             }
             if let sentAt = probeSentAt {
-                if sentAt.duration(to: clock.now) >= timing.probeTimeout { return false }
-            } else if lastTraffic.duration(to: clock.now) >= timing.probeInterval {
+                if clock.now() - sentAt >= timing.probeTimeout { return false }
+            } else if clock.now() - lastTraffic >= timing.probeInterval {
                 guard connection.sendProbe() else { return false }
-                probeSentAt = clock.now
+                probeSentAt = clock.now()
             }
         }
     }
@@ -210,13 +214,6 @@ public final class PostgresListener: Sendable {
             if ready < 0 && errno == EINTR { continue }
             return ready > 0 || isStopping
         }
-    }
-
-    /// `duration` in milliseconds, between half of it and all of it, so that instances that lost
-    /// the database together do not all come back at the same instant.
-    private static func jittered(_ duration: Duration) -> Int32 {
-        let milliseconds = max(1, duration.milliseconds)
-        return Int32(clamping: milliseconds / 2 + Int64.random(in: 0...(milliseconds / 2)))
     }
 
     private static func isPlainIdentifier(_ name: String) -> Bool {

@@ -22,9 +22,12 @@ import Synchronization
 /// Sends are at least `minimumInterval` apart: a lone notification goes out at once, and under
 /// load what is queued meanwhile shares one statement, so the notifications cost PostgreSQL (and
 /// every listening instance) at most one transaction per interval whatever the write rate. A
-/// failed send is retried, with the payloads queued since, after a pause (`minimumBackoff`
-/// doubling to `maximumBackoff`); at most `maxQueued` distinct payloads wait, further ones are
-/// dropped (and counted).
+/// failed send is retried, with the payloads queued since, after a pause (`ReconnectingConnection`:
+/// `minimumBackoff` doubling to `maximumBackoff`); at most `maxQueued` distinct payloads wait,
+/// further ones are dropped (and counted). A send unanswered within `answerTimeout` (a half-open
+/// connection after a failover) counts as a lost connection, and the connection's TCP user timeout
+/// and keepalives (`deadNetworkTimeout`) break a silent one within seconds, so wake-ups resume on a
+/// new connection instead of stalling for minutes. `stop` sends what is still queued first.
 public final class PostgresNotifier: Sendable {
     /// What the notifier has done so far, for metrics and tests.
     public struct Statistics: Sendable, Equatable {
@@ -85,8 +88,9 @@ public final class PostgresNotifier: Sendable {
         thread.start { [self] in run() }
     }
 
-    /// Stops the thread after its current statement (what is still queued is dropped). Safe to
-    /// call more than once.
+    /// Sends what is still queued (one attempt, within the connect and answer timeouts: at a
+    /// SIGTERM, the wake-ups of the last writes still go out), then stops the thread. Safe to call
+    /// more than once.
     public func stop() {
         thread.stop { work.signal() }
     }
@@ -134,14 +138,14 @@ public final class PostgresNotifier: Sendable {
     // MARK: - The thread
 
     private func run() {
-        var connection: PostgresConnection?
-        var backoff = timing.minimumBackoff
-        let clock = ContinuousClock()
-        var lastSend = clock.now - minimumInterval
+        let link = ReconnectingConnection(
+            configuration: configuration, timing: timing, logger: logger, purpose: "send notifications",
+            metadata: ["channel": "\(channel)"])
+        let clock = timing.clock
+        var lastSend = clock.now() - minimumInterval
         while true {
             // Under load, what arrives meanwhile joins this batch.
-            DedicatedThread.sleep(for: minimumInterval - lastSend.duration(to: clock.now))
-            if thread.isStopping { return }
+            pause(until: lastSend + minimumInterval)
             let batch = state.withLock { state -> [String] in
                 let batch = state.queued
                 state.queued = []
@@ -149,35 +153,49 @@ public final class PostgresNotifier: Sendable {
                 return batch
             }
             if batch.isEmpty {
+                if thread.isStopping { return }
                 work.wait()
                 continue
             }
             do {
-                if connection == nil || connection?.isBroken == true {
-                    connection = try PostgresConnection.connect(configuration, logger: logger)
-                }
-                lastSend = clock.now
-                try connection?.query(
-                    "SELECT count(pg_notify(\(channel), payload)) FROM unnest(\(Self.packed(batch, separator: separator))) AS payload")
+                let connection = try link.open()
+                lastSend = clock.now()
+                try connection.query(
+                    "SELECT count(pg_notify(\(channel), payload)) FROM unnest(\(Self.packed(batch, separator: separator))) AS payload",
+                    answerWithin: timing.answerTimeout, clock: clock)
                 state.withLock { $0.sent += batch.count }
-                backoff = timing.minimumBackoff
+                link.succeeded()
             } catch {
-                let first = state.withLock { state -> Bool in
+                state.withLock { state in
                     state.failures += 1
                     // Sent later, with what was queued meanwhile.
                     for payload in batch where !state.queuedSet.contains(payload) && state.queued.count < maxQueued {
                         state.queued.append(payload)
                         state.queuedSet.insert(payload)
                     }
-                    return backoff == timing.minimumBackoff
                 }
-                if connection?.isBroken != false { connection = nil }
-                logger.log(
-                    level: first ? .warning : .debug, "cannot send notifications; retrying",
-                    metadata: ["channel": "\(channel)", "error": "\(error)", "retry_ms": "\(backoff.milliseconds)"])
-                _ = work.wait(timeout: .now() + .milliseconds(Int(clamping: backoff.milliseconds)))
-                backoff = min(backoff * 2, timing.maximumBackoff)
+                // Stopping: the last attempt failed, and what it held is dropped.
+                if link.failed(
+                    error,
+                    pause: { milliseconds in
+                        pause(until: clock.now() + .milliseconds(milliseconds))
+                        return thread.isStopping
+                    })
+                {
+                    return
+                }
             }
+        }
+    }
+
+    /// Waits until `deadline` on the timing's clock, or until `stop` is called. (The semaphore's
+    /// own timeout is only how long one wait may last: a `notify` in between signals it, and the
+    /// wait resumes.)
+    private func pause(until deadline: Duration) {
+        while !thread.isStopping {
+            let remaining = deadline - timing.clock.now()
+            guard remaining > .zero else { return }
+            _ = work.wait(timeout: .now() + .nanoseconds(Int(clamping: remaining.nanoseconds)))
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import JSON
+import Locify
 import LocifyAPI
 import Postgres
 import Synchronization
@@ -380,6 +381,103 @@ struct SyncLongPollTests {
         #expect(renamed.status == 200)
         #expect(eventually { sent() == 2 })
         #expect(eventually { server.application.liveStatistics?.notifications == 2 }, "this instance hears its own notifications")
+    }
+
+    @Test("a write that stores nothing (a replayed POST, a replayed push) wakes no waiting pull, though answered 2xx")
+    func writesThatStoreNothingWakeNobody() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let alice = try SyncTestClient(server)
+        let bob = try SyncTestClient(server)
+        let live = { server.application.liveStatistics }
+        #expect(eventually { live()?.isListening == true })
+        let id = UUID()
+        let body = JSONValue.object(C.category(id, name: "Once", at: 10))
+        #expect(try server.request("POST", "/v1/categories", token: alice.token, json: body).status == 201)
+        // That create has been heard (and woke nobody) before the pulls wait.
+        #expect(eventually { (live()?.notifications ?? 0) >= 1 })
+        let alicePull = try PendingPull(port: server.port, token: alice.token, since: alice.drain(limit: 100).cursor, wait: 60)
+        defer { alicePull.client.close() }
+        let bobPull = try PendingPull(port: server.port, token: bob.token, since: bob.drain(limit: 100).cursor, wait: 60)
+        #expect(holds(server.application, 2))
+        let woken = live()?.wakeUps ?? 0
+
+        #expect(try server.request("POST", "/v1/categories", token: alice.token, json: body).status == 200)
+        let replayed = try alice.pushResults([C.change("category", "create", C.category(id, name: "Once", at: 10))])
+        #expect(replayed.map { $0["status"]?.stringValue } == ["applied"])
+        // Bob's change is announced after anything alice's requests announced: once it has
+        // answered bob's pull, a wake-up of alice's would have come first.
+        let fence = try create(server, token: bob.token)
+        #expect(try bobPull.page().keys == ["category:\(fence)"])
+        #expect(live()?.wakeUps == woken + 1, "the replays woke alice's pull")
+        #expect(holds(server.application, 1))
+    }
+
+    @Test("a push that commits changes before a later one fails (500) wakes the waiting pulls for what it committed")
+    func partiallyAppliedPushWakes() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        // This database refuses a location named "boom" with an error of its own: that change
+        // fails as a broken database would, after the category's change committed.
+        try server.pool.withConnection { connection in
+            try connection.execute(
+                unsafeSQL: """
+                    CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+                    BEGIN IF NEW.name = 'boom' THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$;
+                    CREATE TRIGGER refuse_boom BEFORE INSERT OR UPDATE ON locations FOR EACH ROW EXECUTE FUNCTION refuse_boom()
+                    """)
+        }
+        let client = try SyncTestClient(server)
+        let cursor = try client.drain(limit: 100).cursor
+        let pending = try PendingPull(port: server.port, token: client.token, since: cursor, wait: 60)
+        #expect(holds(server.application, 1))
+        let category = UUID()
+        let response = try client.push([
+            C.change("category", "create", C.category(category, name: "Committed")),
+            C.change("location", "create", C.location(UUID(), category: category, name: "boom")),
+        ])
+        #expect(response.status == 500)
+        let page = try pending.page()
+        #expect(page.keys == ["category:\(category.lowercasedString)"], "the committed change did not wake the pull")
+    }
+
+    @Test("a change a background worker commits (the cascade worker settling a cascade) wakes the user's waiting pulls")
+    func backgroundWriterWakes() throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let client = try SyncTestClient(server)
+        // Another instance's services, which announce nothing: as if it answered the delete and
+        // stopped before its worker ran. The cascade is this instance's worker's to settle.
+        let elsewhere = LocifyServices(pool: server.pool, settings: LocifySettings(storageBucket: "elsewhere"))
+        let caller = Caller(userID: client.uid, tokenIssuedAt: Int64(Date().timeIntervalSince1970))
+        try server.pool.withConnection { lock in
+            var pending = false
+            // Until the cascade is still pending once this test holds the user's row (the worker
+            // runs every 5 s and may settle it first).
+            for _ in 0..<5 where !pending {
+                let category = UUID()
+                _ = try elsewhere.categories.create(caller, CategoryDraft(id: category, name: "Cascade \(category)"))
+                _ = try elsewhere.locations.create(
+                    caller, LocationDraft(id: UUID(), categoryID: category, name: "Hidden", latitude: 1, longitude: 2))
+                _ = try elsewhere.categories.delete(caller, id: category, updatedAt: nil, reassignTo: nil)
+                try lock.execute(unsafeSQL: "BEGIN")
+                pending =
+                    try lock.query("SELECT hiding <> '{}' FROM users WHERE id = \(client.uid) FOR NO KEY UPDATE").first?.decode(
+                        0, as: Bool.self) ?? false
+                if !pending { try lock.execute(unsafeSQL: "ROLLBACK") }
+            }
+            try #require(pending)
+            let cursor = try client.drain(limit: 100).cursor
+            let pull = try PendingPull(port: server.port, token: client.token, since: cursor, wait: 60)
+            defer { pull.client.close() }
+            #expect(holds(server.application, 1))
+            let woken = server.application.liveStatistics?.wakeUps ?? 0
+            // The worker may take the user now.
+            try lock.execute(unsafeSQL: "COMMIT")
+            #expect(eventually { (server.application.liveStatistics?.wakeUps ?? 0) > woken }, "the worker's commit woke nobody")
+            let settled = try lock.query("SELECT hiding = '{}' FROM users WHERE id = \(client.uid)").first?.decode(0, as: Bool.self)
+            #expect(settled == true)
+        }
     }
 
     @Test("LOCIFY_MAX_WAIT_SECONDS is 0-60 and LOCIFY_MAX_WAITS_PER_USER 1-1000; anything else refuses to start")

@@ -184,7 +184,7 @@ struct SyncConcurrencyTests {
     /// test controls, with `changed_at` set to the transaction's start as the naive design would.
     static func writeLocation(_ connection: PostgresConnection, _ caller: Caller, id: UUID, category: UUID) throws {
         let now = WallClock.system.now()
-        let stamp = try AccountGate.beginWrite(connection, caller, now: { now })
+        let stamp = try AccountGate.lock(connection, caller, now: { now })
         _ = try LocationStore.insert(
             connection, userID: caller.userID,
             LocationDraft(id: id, categoryID: category, name: "Written", latitude: 1, longitude: 2),

@@ -192,7 +192,7 @@ struct PostgresNotifierTests {
 
     /// Runs `body` with a database, a listener on it already listening, and a notifier not started.
     private func withListeningNotifier(
-        _ body: (TestDatabase, ListenerLog, PostgresListener, PostgresNotifier) throws -> Void
+        minimumInterval: Duration = .milliseconds(5), _ body: (TestDatabase, ListenerLog, PostgresListener, PostgresNotifier) throws -> Void
     ) throws {
         try TestDatabase.with { database in
             let log = ListenerLog()
@@ -201,7 +201,8 @@ struct PostgresNotifierTests {
             defer { listener.stop() }
             #expect(eventually { log.listening == 1 })
             let notifier = PostgresNotifier(
-                configuration: database.configuration, channel: Self.channel, timing: Self.fastTiming, logger: TestDatabase.logger)
+                configuration: database.configuration, channel: Self.channel, timing: Self.fastTiming,
+                minimumInterval: minimumInterval, logger: TestDatabase.logger)
             try body(database, log, listener, notifier)
         }
     }
@@ -254,6 +255,55 @@ struct PostgresNotifierTests {
             notifier.notify("after")
             #expect(eventually { log.payloads == ["before", "after"] })
             #expect(notifier.statistics.failures >= 1 || notifier.statistics.sent == 2)
+        }
+    }
+
+    @Test("stop sends what is still queued: the wake-ups of the last writes before a SIGTERM go out")
+    func stopSendsTheLastBatch() throws {
+        // Sends at most every 600 s: "last" waits in the queue when stop comes.
+        try withListeningNotifier(minimumInterval: .seconds(600)) { database, log, listener, notifier in
+            notifier.start()
+            notifier.notify("first")
+            #expect(eventually { log.payloads == ["first"] })
+            notifier.notify("last")
+            let stopping = BackgroundThread { notifier.stop() }
+            #expect(stopping.wait(timeout: .seconds(60)), "stop waited out the 600 s interval")
+            #expect(eventually { log.payloads == ["first", "last"] })
+            #expect(notifier.statistics.sent == 2)
+        }
+    }
+
+    @Test("a notifier whose connection went silent (half-open: what it sends is accepted, never answered) reconnects and sends")
+    func reconnectsFromASilentConnection() throws {
+        try TestDatabase.with { database in
+            let host = database.configuration.value(of: "hostaddr") ?? database.configuration.value(of: "host") ?? "127.0.0.1"
+            let proxy = try SilentProxy(
+                toHost: host == "localhost" ? "127.0.0.1" : host, port: Int(database.configuration.value(of: "port") ?? "") ?? 5432)
+            var configuration = database.configuration
+            configuration.setValue(nil, for: "hostaddr")
+            configuration.setValue("127.0.0.1", for: "host")
+            configuration.setValue("\(proxy.port)", for: "port")
+            var timing = Self.fastTiming
+            timing.answerTimeout = .seconds(1)
+            let log = ListenerLog()
+            let listener = listener(database, log: log)
+            listener.start()
+            let notifier = PostgresNotifier(configuration: configuration, channel: Self.channel, timing: timing, logger: TestDatabase.logger)
+            notifier.start()
+            defer {
+                // The relay first: a notifier stuck on a silent connection gets its end of stream.
+                proxy.close()
+                notifier.stop()
+                listener.stop()
+            }
+            #expect(eventually { log.listening == 1 })
+            notifier.notify("before")
+            #expect(eventually { log.payloads == ["before"] })
+            proxy.silenceOpenConnections()
+            notifier.notify("during")
+            #expect(eventually { log.payloads == ["before", "during"] }, "the notifier never gave up its silent connection")
+            #expect(notifier.statistics.failures >= 1)
+            #expect(proxy.accepted == 2, "one connection, then one more after the silence")
         }
     }
 }

@@ -5,16 +5,14 @@ import Primitives
 /// The account check every `/v1` request passes, folded into the statements that touch the
 /// user's row anyway (its condition is one SQL fragment, `UserStore.gate`): provisions the
 /// account on first sight (with the default categories) and refuses tokens issued at or before
-/// the account's deletion (openapi.yaml). `now` is the calling service's clock (injected in
-/// tests); it stamps a new account's `created_at`.
+/// the account's deletion (openapi.yaml). Services reach it only through the door, `Accounts`.
+/// `now` is the calling service's clock (injected in tests); it stamps a new account's `created_at`.
 enum AccountGate {
     /// Locks the caller's user row until the transaction ends and returns the next change stamp
-    /// (see `SyncCursor`): the first statement of every write transaction. Settles no pending
-    /// cascade: the rows a write touches settle what they need (`PendingCascades`), so a write
-    /// waits at most on the cascade worker's batch.
-    static func beginWrite(
-        _ connection: PostgresConnection, _ caller: Caller, now: @Sendable () -> Timestamp
-    ) throws -> Int64 {
+    /// (see `SyncCursor`): the first statement of every write transaction, run by the door
+    /// (`Accounts.write`). Settles no pending cascade: the rows a write touches settle what they
+    /// need (`PendingCascades`), so a write waits at most on the cascade worker's batch.
+    static func lock(_ connection: PostgresConnection, _ caller: Caller, now: @Sendable () -> Timestamp) throws -> Int64 {
         while true {
             if let next = try UserStore.nextStamp(connection, caller) {
                 guard next.admitted else { throw LocifyError.tokenRevoked }
@@ -43,12 +41,6 @@ enum AccountGate {
         let name = caller.name.flatMap { try? ProfileRules.name($0) }
         let email = caller.email.flatMap { $0.unicodeScalars.contains(where: ControlCharacter.isControl) ? nil : $0 }
         return (email, name)
-    }
-
-    /// Provisions the account on first sight and refuses a revoked token, for a request that may
-    /// otherwise touch no row of the user (a sync push whose changes all fail validation).
-    static func admit(_ connection: PostgresConnection, _ caller: Caller, now: @Sendable () -> Timestamp) throws {
-        _ = try read(connection, caller, UserStore.admitted(caller), now: now)
     }
 
     /// Runs a gated read: provisions and retries once when the account does not exist yet, then

@@ -5,39 +5,23 @@ import Primitives
 /// The caller's own account (openapi.yaml): profile, rename, and deletion that erases every
 /// row of the user in one transaction and queues the Google clean-up in that same transaction.
 public struct UserService: Sendable {
-    let pool: ConnectionPool
-    let now: @Sendable () -> Timestamp
-
-    /// Runs the account gate alone: provisions a new account and refuses a token issued before
-    /// the account's deletion (`LocifyError.tokenRevoked`).
-    public func admit(_ caller: Caller) throws {
-        try pool.withConnection { connection in try AccountGate.admit(connection, caller, now: now) }
-    }
+    let accounts: Accounts
 
     /// The caller's profile, provisioning the account on its first request.
     public func profile(_ caller: Caller) throws -> UserProfile {
-        try pool.withConnection { connection in
-            guard let profile = try AccountGate.read(connection, caller, UserStore.profile(caller), now: now).first else {
-                throw LocifyError.tokenRevoked
-            }
-            return profile
-        }
+        guard let profile = try accounts.read(caller, UserStore.profile(caller)).first else { throw LocifyError.tokenRevoked }
+        return profile
     }
 
-    /// The name rule of a profile (`ProfileRules.name`: trimmed, 1-255 code points, no control
-    /// characters; E001 otherwise): the name as stored. The API applies it while decoding the request.
-    public static func name(_ raw: String) throws(LocifyError) -> String {
-        try LocifyError.applying(ProfileRules.name, to: raw)
-    }
-
-    /// `PUT /v1/users/me`: renames the user; the name must pass the name rule (`name(_:)`).
+    /// `PUT /v1/users/me`: renames the user; once the gate passed, the name must pass the name rule
+    /// (`ProfileRules.name`: trimmed, 1-255 code points, no control characters; E001 otherwise),
+    /// and is stored trimmed.
     public func update(_ caller: Caller, name raw: String) throws -> UserProfile {
-        let name = try Self.name(raw)
-        return try pool.withTransaction { connection in
-            _ = try AccountGate.beginWrite(connection, caller, now: now)
-            guard let profile = try UserStore.rename(connection, userID: caller.userID, to: name, at: now()) else {
-                throw LocifyError.tokenRevoked
-            }
+        try accounts.write(caller) { transaction in
+            let name = try LocifyError.applying(ProfileRules.name, to: raw)
+            transaction.markChanged()
+            guard let profile = try UserStore.rename(transaction.connection, userID: caller.userID, to: name, at: accounts.now())
+            else { throw LocifyError.tokenRevoked }
             return profile
         }
     }
@@ -46,9 +30,11 @@ public struct UserService: Sendable {
     /// the deletion second (older tokens are refused from then on), and queues deletion of the
     /// user's Storage folders and then of the Firebase Auth account, all in one transaction.
     public func delete(_ caller: Caller) throws {
-        try pool.withTransaction { connection in
-            // Every location goes: a pending cascade needs no settling.
-            _ = try AccountGate.beginWrite(connection, caller, now: now)
+        // Every location goes: a pending cascade needs no settling.
+        try accounts.write(caller) { transaction in
+            // Its waiting pulls are woken, to be answered 401.
+            transaction.markChanged()
+            let connection = transaction.connection
             let userID = caller.userID
             var jobs: [CleanupJob] = []
             if CleanupJob.isFolderSafe(userID: userID) {

@@ -6,18 +6,15 @@ import Primitives
 /// Categories: listing, reads, last-write-wins writes and deletes with reassign or cascade
 /// (openapi.yaml). Every write is one transaction under the user's write lock.
 public struct CategoryService: Sendable {
-    let pool: ConnectionPool
+    let accounts: Accounts
     let storage: StorageScope
-    let now: @Sendable () -> Timestamp
 
     /// The reads and writes categories share with locations.
-    private var records: RecordService<CategoryStore> { RecordService(pool: pool, now: now) }
+    private var records: RecordService<CategoryStore> { RecordService(accounts: accounts) }
 
     /// One page of the caller's live categories, by name.
     public func list(_ caller: Caller, _ page: PageRequest) throws -> Page<Category> {
-        try pool.withConnection { connection in
-            Page(rows: try AccountGate.read(connection, caller, CategoryStore.listQuery(caller, page: page), now: now), request: page)
-        }
+        Page(rows: try accounts.read(caller, CategoryStore.listQuery(caller, page: page)), request: page)
     }
 
     /// The caller's live category `id`; `notFound` otherwise.
@@ -37,30 +34,29 @@ public struct CategoryService: Sendable {
 
     /// A category a newer write brings back brings back the locations placed in it, and those of
     /// the deleted categories reassigned to it (openapi.yaml, "Writes in any order").
-    private func comeBack(_ caller: Caller) -> (PostgresConnection, Category, Category, Int64) throws -> Void {
-        { connection, stored, written, stamp in
+    private func comeBack(_ caller: Caller) -> (AccountTransaction, Category, Category) throws -> Void {
+        { transaction, stored, written in
             guard stored.deletedAt != nil else { return }
-            _ = try LocationStore.follow(connection, userID: caller.userID, category: written.id, stamp: stamp)
+            _ = try LocationStore.follow(transaction.connection, userID: caller.userID, category: written.id, stamp: transaction.stamp)
         }
     }
 
     /// DELETE: tombstones the category (a newer delete of a tombstone moves it, with its options).
     /// With `reassignTo`, the locations placed in it are shown in that category (followed while it
     /// is deleted in turn) and the category's Storage folder is queued for deletion; without it,
-    /// they are shown deleted, and their folders and owned objects are queued as well. Returns the
-    /// tombstone.
+    /// they are shown deleted, and their folders and owned objects are queued as well. A reassign
+    /// to the category itself is refused (E001), once the gate passed. Returns the tombstone.
     public func delete(_ caller: Caller, id: UUID, updatedAt: Timestamp?, reassignTo: UUID?) throws -> Category {
-        try Self.checkDeletion(id: id, reassignTo: reassignTo)
-        return try records.delete(
-            caller, id: id, updatedAt: updatedAt,
-            afterTombstone: { connection, stored, _, stamp in
-                try removeContents(connection, caller.userID, category: stored, reassignTo: reassignTo, stamp: stamp)
+        try records.delete(
+            caller, id: id, updatedAt: updatedAt, check: { try Self.checkDeletion(id: id, reassignTo: reassignTo) },
+            afterTombstone: { transaction, stored, _ in
+                try removeContents(
+                    transaction.connection, caller.userID, category: stored, reassignTo: reassignTo, stamp: transaction.stamp)
             })
     }
 
     /// Refuses a delete that reassigns the category's locations to the category itself (E001).
-    /// The API checks it while decoding the request, so a revoked token is 401 before this 400.
-    public static func checkDeletion(id: UUID, reassignTo: UUID?) throws(LocifyError) {
+    static func checkDeletion(id: UUID, reassignTo: UUID?) throws(LocifyError) {
         guard let reassignTo else { return }
         try LocifyError.applying(
             { (target) throws(RuleViolation) in try CategoryRules.checkReassignTarget(target, deleting: id) }, to: reassignTo)

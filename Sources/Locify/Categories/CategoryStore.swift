@@ -4,7 +4,7 @@ import Postgres
 import Primitives
 
 /// The SQL of categories. Write functions run inside a transaction that began with
-/// `AccountGate.beginWrite`, whose change stamp they put on every row they touch.
+/// `Accounts.write`, whose change stamp they put on every row they touch.
 enum CategoryStore: RecordTable {
     typealias Draft = CategoryDraft
 

@@ -6,13 +6,12 @@ import Primitives
 /// Locations: listing with filters and sorts, reads, last-write-wins writes and deletes
 /// (openapi.yaml). Every write is one transaction under the user's write lock.
 public struct LocationService: Sendable {
-    let pool: ConnectionPool
-    let now: @Sendable () -> Timestamp
+    let accounts: Accounts
     /// Where deep pages of each listing start (see `listDeep`).
     let boundaries = PageBoundaries()
 
     /// The reads and writes locations share with categories.
-    private var records: RecordService<LocationStore> { RecordService(pool: pool, now: now) }
+    private var records: RecordService<LocationStore> { RecordService(accounts: accounts) }
 
     /// One page of the caller's live locations, filtered, searched and sorted as `query` says, with
     /// the exact total; deep pages start from a remembered boundary (`listDeep`).
@@ -20,17 +19,13 @@ public struct LocationService: Sendable {
         if query.search == nil && query.page.offset >= LocationStore.deepOffset && query.page.offset < Int64.max {
             return try listDeep(caller, query)
         }
-        let read = { (connection: PostgresConnection) throws -> Page<Location> in
-            Page(rows: try AccountGate.read(connection, caller, LocationStore.listQuery(caller, query), now: now), request: query.page)
-        }
-        guard query.search != nil else { return try pool.withConnection(read) }
         // A search counts the user's matches, so its best plan depends on the user's size (an index
         // scan of their rows, or a table scan for a user who owns most of it). The sessions'
         // generic plans cannot tell users apart; this statement is planned for its values.
-        return try pool.withTransaction { connection in
-            try LocationStore.planForValues(connection)
-            return try read(connection)
-        }
+        var preparing: ((PostgresConnection) throws -> Void)?
+        if query.search != nil { preparing = { connection in try LocationStore.planForValues(connection) } }
+        let rows = try accounts.read(caller, LocationStore.listQuery(caller, query), preparing: preparing)
+        return Page(rows: rows, request: query.page)
     }
 
     /// A deep page: read after the nearest remembered boundary at or before its offset when there
@@ -60,11 +55,9 @@ public struct LocationService: Sendable {
     private func readDeep(
         _ caller: Caller, _ query: LocationQuery, _ deep: LocationStore.DeepRead
     ) throws -> (Page<Location>, PageBoundaries.Stamp) {
-        try pool.withConnection { connection in
-            let rows = try AccountGate.read(connection, caller, LocationStore.deepListQuery(caller, query, deep), now: now)
-            let stamp = rows.first?.stamp ?? PageBoundaries.Stamp(changeSeq: -1, account: -1)
-            return (Page(rows: rows.map(\.listing), request: query.page), stamp)
-        }
+        let rows = try accounts.read(caller, LocationStore.deepListQuery(caller, query, deep))
+        let stamp = rows.first?.stamp ?? PageBoundaries.Stamp(changeSeq: -1, account: -1)
+        return (Page(rows: rows.map(\.listing), request: query.page), stamp)
     }
 
     /// The caller's live location `id`; E007 when it is unknown, deleted or another user's.

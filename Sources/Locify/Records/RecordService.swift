@@ -9,24 +9,23 @@ import Primitives
 struct RecordService<Table: RecordTable>: Sendable {
     typealias Record = Table.Record
 
-    let pool: ConnectionPool
-    let now: @Sendable () -> Timestamp
+    let accounts: Accounts
+    var now: @Sendable () -> Timestamp { accounts.now }
 
     /// The caller's live record `id`; E007 when it is unknown, deleted or another user's.
     func get(_ caller: Caller, id: UUID) throws -> Record {
-        let found = try pool.withConnection { connection in
-            try AccountGate.read(connection, caller, Table.getQuery(caller, id: id), now: now).first ?? nil
+        guard let found = try accounts.read(caller, Table.getQuery(caller, id: id)).first ?? nil else {
+            throw LocifyError.notFound(Record.kind)
         }
-        guard let found else { throw LocifyError.notFound(Record.kind) }
         return found
     }
 
     /// A create (POST, upsert when the id exists) or replace (PUT) under last-write-wins.
     /// `afterWrite` runs when the write was stored over an existing record, in its transaction,
-    /// with the record before and after and the change stamp.
+    /// with the record before and after.
     func write(
         _ caller: Caller, _ draft: Table.Draft, _ intent: LastWriteWins.Intent,
-        afterWrite: (PostgresConnection, Record, Record, Int64) throws -> Void = { _, _, _, _ in }
+        afterWrite: (AccountTransaction, Record, Record) throws -> Void = { _, _, _ in }
     ) throws -> WriteOutcome<Record> {
         if intent == .create, let created = try createFast(caller, draft) { return .created(created) }
         do {
@@ -38,10 +37,10 @@ struct RecordService<Table: RecordTable>: Sendable {
 
     private func writeInTransaction(
         _ caller: Caller, _ draft: Table.Draft, _ intent: LastWriteWins.Intent,
-        afterWrite: (PostgresConnection, Record, Record, Int64) throws -> Void
+        afterWrite: (AccountTransaction, Record, Record) throws -> Void
     ) throws -> WriteOutcome<Record> {
-        try pool.withTransaction { connection in
-            let stamp = try AccountGate.beginWrite(connection, caller, now: now)
+        try accounts.write(caller) { transaction in
+            let (connection, stamp) = (transaction.connection, transaction.stamp)
             let stored = try Table.findForWrite(connection, userID: caller.userID, id: draft.id)
             let now = self.now()
             let decision = LastWriteWins.decide(
@@ -52,26 +51,28 @@ struct RecordService<Table: RecordTable>: Sendable {
             return try decision.applyWrite(
                 stored: stored,
                 insert: { at in
-                    try Table.insert(
+                    transaction.markChanged()
+                    return try Table.insert(
                         connection, userID: caller.userID, draft, at: at, createdAt: min(draft.createdAt ?? at, now), stamp: stamp)
                 },
                 overwrite: { stored, at in
+                    transaction.markChanged()
                     let written = try Table.overwrite(connection, userID: caller.userID, draft, over: stored, at: at, stamp: stamp)
-                    try afterWrite(connection, stored, written, stamp)
+                    try afterWrite(transaction, stored, written)
                     return written
                 })
         }
     }
 
-    /// The common case of a create, a new id, in one statement (see `RecordTable.insertIfNew`);
-    /// nil sends the write down the general path, which tells every other case apart (a
-    /// location's category that is not live included).
+    /// The common case of a create, a new id, in one statement (see `RecordTable.insertIfNew` and
+    /// `Accounts.writeInOneStatement`); nil sends the write down the general path, which tells
+    /// every other case apart (a location's category that is not live, a revoked token included).
     private func createFast(_ caller: Caller, _ draft: Table.Draft) throws -> Record? {
         let now = self.now()
         guard case .insert(let at) = LastWriteWins.decide(.create, stored: nil, requested: draft.updatedAt, sameContent: false, now: now)
         else { return nil }
         do {
-            return try pool.withConnection { connection in
+            return try accounts.writeInOneStatement(caller) { connection in
                 try Table.insertIfNew(connection, caller, draft, at: at, createdAt: min(draft.createdAt ?? at, now))
             }
         } catch let error as PostgresError where error.sqlState == CategoryGuard.sqlState {
@@ -80,21 +81,24 @@ struct RecordService<Table: RecordTable>: Sendable {
     }
 
     /// DELETE: tombstones the record (idempotent; a newer delete of a tombstone moves it to its
-    /// time) and returns the tombstone. `afterTombstone` runs when the delete was stored, with the
-    /// record before it, the tombstone and the change stamp.
+    /// time) and returns the tombstone. `check` runs first, once the gate passed (a refusal of the
+    /// delete's options); `afterTombstone` runs when the delete was stored, with the record before
+    /// it and the tombstone.
     func delete(
-        _ caller: Caller, id: UUID, updatedAt: Timestamp?,
-        afterTombstone: (PostgresConnection, Record, Record, Int64) throws -> Void = { _, _, _, _ in }
+        _ caller: Caller, id: UUID, updatedAt: Timestamp?, check: () throws -> Void = {},
+        afterTombstone: (AccountTransaction, Record, Record) throws -> Void = { _, _, _ in }
     ) throws -> Record {
         do {
-            return try pool.withTransaction { connection in
-                let stamp = try AccountGate.beginWrite(connection, caller, now: now)
+            return try accounts.write(caller) { transaction in
+                try check()
+                let (connection, stamp) = (transaction.connection, transaction.stamp)
                 let stored = try Table.findForWrite(connection, userID: caller.userID, id: id)
                 let decision = LastWriteWins.decide(
                     .delete, stored: stored?.clock, requested: updatedAt, sameContent: false, now: now())
                 return try decision.applyDelete(stored: stored) { at in
+                    transaction.markChanged()
                     let tombstone = try Table.tombstone(connection, userID: caller.userID, id: id, at: at, stamp: stamp)
-                    if let stored { try afterTombstone(connection, stored, tombstone, stamp) }
+                    if let stored { try afterTombstone(transaction, stored, tombstone) }
                     return tombstone
                 }
             }

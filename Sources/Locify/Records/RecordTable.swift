@@ -51,7 +51,7 @@ protocol RecordTable {
 }
 
 /// The statements of `RecordTable`, run. Write functions run inside a transaction that began with
-/// `AccountGate.beginWrite`, whose change stamp they put on every row they touch.
+/// `Accounts.write`, whose change stamp they put on every row they touch.
 extension RecordTable where Placement == Void {
     /// A category's writes need nothing besides the draft.
     static func placement(_ connection: PostgresConnection, userID: String, of draft: Draft, stored: Record?) throws {}

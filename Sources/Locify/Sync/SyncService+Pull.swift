@@ -9,22 +9,8 @@ extension SyncService {
     /// - Parameters:
     ///   - since: the cursor of the previous page, decoded for the caller by the API layer (the text form is `LocifyAPI`'s).
     ///   - limit: 1-1000 changes (validated by the API layer).
-    public func pull(_ caller: Caller, since: SyncCursor?, limit: Int) throws -> FeedPage {
-        do {
-            return try readPage(caller, since: since, limit: limit)
-        } catch is AccountMissing {
-            // First request of a new user: provisioning writes, so it cannot run in the
-            // read-only snapshot transaction.
-            try pool.withConnection { connection in try AccountGate.provision(connection, caller, now: categories.now) }
-            return try readPage(caller, since: since, limit: limit)
-        }
-    }
-
-    private struct AccountMissing: Error {}
-
-    private func readPage(_ caller: Caller, since start: SyncCursor?, limit: Int) throws -> FeedPage {
-        try pool.withTransaction(isolation: .repeatableRead, readOnly: true) { connection in
-            guard let head = try AccountGate.readExisting(connection, UserStore.feedHead(caller))?.first else { throw AccountMissing() }
+    public func pull(_ caller: Caller, since start: SyncCursor?, limit: Int) throws -> FeedPage {
+        try accounts.readSnapshot(caller, UserStore.feedHead(caller)) { connection, head in
             let serverNow = head.serverNow
             // Too old for the retention, issued to an earlier account under the same id (deleted
             // since; its stamps restarted, so the position means nothing now), or behind a purged

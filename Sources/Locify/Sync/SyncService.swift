@@ -4,7 +4,7 @@ import Postgres
 /// Batch sync (openapi.yaml): push applies a batch of offline changes one by one through the
 /// same single-record code paths as the REST endpoints; pull reads the change feed.
 public struct SyncService: Sendable {
-    let pool: ConnectionPool
+    let accounts: Accounts
     let categories: CategoryService
     let locations: LocationService
     /// Tombstone retention, which is also how long a cursor stays valid.
@@ -42,41 +42,30 @@ public enum PushOutcome: Sendable {
     case conflict(RecordState)
     /// Refused; the error says why (E001, E003, E007).
     case failed(LocifyError)
-
-    /// Whether the change's write transaction ran (and so did the account gate).
-    var passedGate: Bool {
-        if case .failed = self { return false }
-        return true
-    }
 }
 
 extension SyncService {
-    /// Applies the well-formed changes of a push batch (the API layer answers the malformed ones
-    /// itself), returning their outcomes in the order given. The whole request fails only when
-    /// the batch is too large (nothing is applied then), when the token is refused, or when the
-    /// database fails; a change the domain refuses only fails its own outcome.
-    public func push(_ caller: Caller, _ changes: [PushChange]) throws -> [PushOutcome] {
-        try checkBatchSize(changes.count)
+    /// Applies a push batch: `changes` in the order sent, nil for each change the API could not
+    /// read (it answers those itself). Returns the outcomes of the others, in the order given.
+    /// Every change goes through the same service call as its single-record endpoint, in its own
+    /// transaction behind the account gate (`Accounts`); a batch with nothing to apply, or of more
+    /// than `maxPushChanges` changes (`tooManyChanges`: nothing is applied), reaches the gate
+    /// alone. So the gate speaks first: a revoked token is E005 for the whole request, never a 200
+    /// of per-change errors, and a new user is provisioned. The gate's refusal and a database
+    /// failure end the request (the changes applied before stay applied, and announced); any
+    /// other refusal of the domain is that change's outcome.
+    public func push(_ caller: Caller, _ changes: [PushChange?]) throws -> [PushOutcome] {
+        let readable = changes.enumerated().compactMap { index, change in change.map { (index: index, change: $0) } }
+        if readable.isEmpty || changes.count > maxPushChanges {
+            try accounts.admit(caller)
+            if changes.count > maxPushChanges { throw LocifyError.tooManyChanges(limit: maxPushChanges) }
+            return []
+        }
         var outcomes = [PushOutcome?](repeating: nil, count: changes.count)
-        let order = changes.indices.sorted { (changes[$0].group, $0) < (changes[$1].group, $1) }
-        for index in order {
-            outcomes[index] = try apply(changes[index], caller)
+        for item in readable.sorted(by: { ($0.change.group, $0.index) < ($1.change.group, $1.index) }) {
+            outcomes[item.index] = try apply(item.change, caller)
         }
-        // Every applied change (or conflict) passed the account gate in its transaction. A push
-        // none of whose changes did (an empty batch, every change refused) runs it alone, so a
-        // revoked token is E005 rather than a 200 of per-change errors, and a new user is
-        // provisioned (openapi.yaml).
-        if !outcomes.contains(where: { $0?.passedGate ?? false }) {
-            try pool.withConnection { connection in try AccountGate.admit(connection, caller, now: categories.now) }
-        }
-        // `order` holds every index once, so every change has its outcome.
         return outcomes.compactMap { $0 }
-    }
-
-    /// Refuses a batch of more than `maxPushChanges` changes (`tooManyChanges`): the API checks it
-    /// while decoding the request, before any change is applied.
-    public func checkBatchSize(_ count: Int) throws(LocifyError) {
-        if count > maxPushChanges { throw .tooManyChanges(limit: maxPushChanges) }
     }
 
     private func apply(_ change: PushChange, _ caller: Caller) throws -> PushOutcome {
@@ -84,7 +73,9 @@ extension SyncService {
             return .applied(try write(change, caller))
         } catch LocifyError.conflict(let state) {
             return .conflict(state)
-        } catch let error as LocifyError where error.belongsToOneChange {
+        } catch LocifyError.tokenRevoked {
+            throw LocifyError.tokenRevoked
+        } catch let error as LocifyError {
             return .failed(error)
         }
     }
@@ -105,17 +96,6 @@ extension SyncService {
             ).state
         case .deleteLocation(let id, let options):
             return try locations.delete(caller, id: id, updatedAt: options.updatedAt).state
-        }
-    }
-}
-
-extension LocifyError {
-    /// Errors about one change of a batch; the others (a revoked token) end the whole request, as
-    /// every error that is not a `LocifyError` does (a database that is down: `PostgresError`).
-    var belongsToOneChange: Bool {
-        switch self {
-        case .tokenRevoked, .cursorExpired, .tooManyChanges: return false
-        default: return true
         }
     }
 }

@@ -1,3 +1,4 @@
+import ChangeNotifications
 import Locify
 
 /// The state `/metrics` reports besides the request counters, read from the parts of the server

@@ -1,3 +1,4 @@
+import ChangeNotifications
 import FirebaseAdmin
 import HTTPServer
 import Locify
@@ -54,10 +55,6 @@ public struct APIFront: Sendable {
             authEmulatorMode: configuration.authEmulatorHost != nil
         ).register(in: &router)
 
-        var writeCommitted: (@Sendable (String) -> Void)?
-        if let liveChanges {
-            writeCommitted = { userID in liveChanges.changed(userID) }
-        }
         self.responder = LocifyResponder(
             router: router,
             refusals: RefusalLimiter(
@@ -67,12 +64,11 @@ public struct APIFront: Sendable {
             authenticator: Authenticator(verifier: verifier, revocationSkewSeconds: verifier.clockSkew, logger: logger),
             rateLimiter: RateLimiter(
                 ratePerSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst, clock: clock),
-            gate: AccountGateStage(admit: { caller in try services.users.admit(caller) }),
+            gate: AccountGateStage(accounts: services.accounts),
             renderer: ResponseRenderer(logger: logger),
             observer: RequestObserver(
                 metrics: metrics, clock: clock, logger: logger,
-                refusedLogLines: RateLimiter(ratePerSecond: 100, burst: 100, clock: clock), floodLog: SampledLog(clock: clock),
-                writeCommitted: writeCommitted))
+                refusedLogLines: RateLimiter(ratePerSecond: 100, burst: 100, clock: clock), floodLog: SampledLog(clock: clock)))
         self.readiness = readiness
         routes = router.routes
     }

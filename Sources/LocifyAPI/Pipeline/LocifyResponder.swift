@@ -7,7 +7,7 @@ import Primitives
 /// `/v1` only) → rate limit (per user) → account gate (`AccountGateStage`, for a request its
 /// handler could not decode) → handle (the route's service call) → render (`ResponseRenderer`:
 /// errors to API errors, `X-Request-Id`, hardening headers) → observe (`RequestObserver`: metrics,
-/// the log line, live-change wake-ups). What the stages need to know of a route before running it
+/// the log line). What the stages need to know of a route before running it
 /// (inline or worker, needs a token) is on its `Route`.
 ///
 /// The stages up to the rate limit also run on the head of a request whose body has not arrived

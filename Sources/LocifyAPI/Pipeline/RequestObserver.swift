@@ -3,8 +3,8 @@ import Logging
 import Primitives
 
 /// The observe stage of the pipeline, the last: counts the metrics of an answered request, writes
-/// its log line (refused ones only in a sampled summary past a rate), and tells `writeCommitted`
-/// the user of a write that succeeded.
+/// its log line (refused ones only in a sampled summary past a rate). (Waiting pulls learn of
+/// commits from the domain, `Accounts`, not from answers.)
 struct RequestObserver: Sendable {
     let metrics: Metrics
     /// The monotonic clock request durations are measured with.
@@ -15,16 +15,9 @@ struct RequestObserver: Sendable {
     let refusedLogLines: RateLimiter?
     /// Summarises the refused requests not logged one by one, at most one line per interval.
     let floodLog: SampledLog
-    /// Told the user of every write request that succeeded (any `/v1` method but GET and HEAD,
-    /// answered 2xx), after its commit: wakes that user's waiting pulls on every instance
-    /// (`LiveChanges.changed`); nil when long-poll is off.
-    var writeCommitted: (@Sendable (_ userID: String) -> Void)?
 
     /// Records the answer `response` of the request `trace` describes.
     func observe(_ response: HTTPResponse, _ trace: RequestTrace) {
-        if let userID = trace.userID, let writeCommitted, (200..<300).contains(response.status.code), trace.mayWrite {
-            writeCommitted(userID)
-        }
         let elapsed = clock.now() - trace.started
         // A request that waited took as long as its client asked: kept out of the latency histogram.
         metrics.record(

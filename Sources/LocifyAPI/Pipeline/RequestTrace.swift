@@ -7,8 +7,6 @@ struct RequestTrace: Sendable {
     let requestID: String
     /// The metrics label of the method.
     let method: String
-    /// Whether the request may write (any method but GET and HEAD).
-    let mayWrite: Bool
     var routePattern = "unmatched"
     var userID: String?
     /// Refused by the per-address bucket of refused requests.
@@ -20,7 +18,6 @@ struct RequestTrace: Sendable {
         self.started = started
         requestID = RequestID.forRequest(clientValue: request.headers["X-Request-Id"])
         method = Metrics.methodLabel(request.method.rawValue)
-        mayWrite = request.method != .GET && request.method != .HEAD
     }
 
     /// The same request, answered after a wait.

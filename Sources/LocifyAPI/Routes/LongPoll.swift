@@ -1,3 +1,4 @@
+import ChangeNotifications
 import HTTPServer
 import Locify
 

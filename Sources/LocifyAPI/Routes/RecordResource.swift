@@ -20,8 +20,6 @@ protocol RecordResource: Sendable {
     static func listQuery(_ query: QueryParameters) throws(RequestDecodingError) -> ListQuery
     /// Decodes a POST or PUT body; `pathID` is the id of `PUT .../{id}`.
     static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(RequestDecodingError) -> Draft
-    /// Refuses a delete whose options contradict its id, before any service runs.
-    static func checkDeletion(id: UUID, options: DeleteOptions) throws(LocifyError)
     /// Writes the record's JSON object.
     static func encode(_ record: Record, userID: String, to writer: inout JSONWriter)
 
@@ -48,10 +46,6 @@ extension CategoryService: RecordResource {
         try CategoryDraft(json: body, userID: userID, pathID: pathID)
     }
 
-    static func checkDeletion(id: UUID, options: DeleteOptions) throws(LocifyError) {
-        try checkDeletion(id: id, reassignTo: options.reassignCategoryID)
-    }
-
     static func encode(_ record: Category, userID: String, to writer: inout JSONWriter) {
         writer.category(record, userID: userID)
     }
@@ -71,8 +65,6 @@ extension LocationService: RecordResource {
     static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(RequestDecodingError) -> LocationDraft {
         try LocationDraft(json: body, userID: userID, pathID: pathID)
     }
-
-    static func checkDeletion(id: UUID, options: DeleteOptions) throws(LocifyError) {}
 
     static func encode(_ record: Location, userID: String, to writer: inout JSONWriter) {
         writer.location(record, userID: userID)

@@ -54,9 +54,7 @@ struct ResourceRoutes: Sendable {
             .DELETE, one, takesBody: true,
             decode: { (request) throws -> (id: UUID, options: DeleteOptions) in
                 let id = try request.parameters.id()
-                let options = try DeleteOptions(body: request.optionalJSONBody(), query: request.query.items)
-                try Resource.checkDeletion(id: id, options: options)
-                return (id, options)
+                return (id, try DeleteOptions(body: request.optionalJSONBody(), query: request.query.items))
             }
         ) { deletion, caller in
             try resource.delete(caller, id: deletion.id, options: deletion.options)

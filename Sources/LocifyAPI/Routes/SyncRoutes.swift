@@ -29,11 +29,7 @@ struct SyncRoutes: Sendable {
         let wallClock = self.wallClock
         router.addAuthenticated(
             .POST, "/v1/sync/push", takesBody: true,
-            decode: { (request) throws -> [PushedChange] in
-                let changes = try PushedChange.batch(json: request.jsonBody(), userID: request.userID)
-                try sync.checkBatchSize(changes.count)
-                return changes
-            }
+            decode: { request in try PushedChange.batch(json: request.jsonBody(), userID: request.userID) }
         ) { changes, caller in
             let results = try Self.push(changes, caller, sync: sync)
             if results.contains(where: \.isCategoryDelete) { cleanupQueued() }
@@ -110,10 +106,11 @@ struct PushResult: Sendable {
 }
 
 extension SyncRoutes {
-    /// Applies the changes that could be read (the domain's push, in one call: its order groups
-    /// and its account gate see them all) and answers every change in the order sent.
+    /// Applies the changes that could be read (the domain's push, in one call: its order groups,
+    /// its batch limit and its account gate see the whole batch) and answers every change in the
+    /// order sent.
     static func push(_ changes: [PushedChange], _ caller: Caller, sync: SyncService) throws -> [PushResult] {
-        let outcomes = try sync.push(caller, changes.compactMap { try? $0.change.get() })
+        let outcomes = try sync.push(caller, changes.map { try? $0.change.get() })
         var next = outcomes.startIndex
         return changes.map { pushed in
             let outcome = pushed.change.map { _ in

@@ -16,7 +16,7 @@ struct UserRoutes: Sendable {
         }
         router.addAuthenticated(
             .PUT, "/v1/users/me", takesBody: true,
-            decode: { request in try UserService.name(FieldReader(body: request.jsonBody()).requiredString("name")) }
+            decode: { request in try FieldReader(body: request.jsonBody()).requiredString("name") }
         ) { name, caller in
             let profile = try users.update(caller, name: name)
             return .json { $0.profile(profile) }

@@ -9,8 +9,9 @@ public protocol ChangeWaiter: AnyObject, Sendable {
 }
 
 /// Wakes the requests waiting for a user's next change, across server instances, through
-/// PostgreSQL: after a write of a user has committed, `changed` sends a notification with the user
-/// id on the channel `locify_changes` (`PostgresNotifier`: after the commit, never inside the
+/// PostgreSQL: after a change of a user has committed (the domain announces it: `Locify`'s
+/// `ChangeAnnouncer`, wired to `changed` by the composition root), `changed` sends a notification
+/// with the user id on the channel `locify_changes` (`PostgresNotifier`: after the commit, never inside the
 /// write's transaction, whose commit it would serialise with every other write's); one
 /// `PostgresListener` per instance hands each notification to that user's waiters. After the
 /// listening connection was lost and re-established, every waiter is woken, since the
@@ -75,7 +76,7 @@ public final class LiveChanges: Sendable {
         listener.stop()
     }
 
-    /// Tells every instance (this one included) that a write of `userID` has committed: their
+    /// Tells every instance (this one included) that a change of `userID` has committed: their
     /// waiters of that user read the feed again. Call it after the commit, never before. Never
     /// blocks: the notification goes out on the notifier's thread.
     public func changed(_ userID: String) {

@@ -56,9 +56,12 @@ final class CounterUniverse: Sendable {
 
 @Suite("Maintained counters equal a fresh count(*) after any mix of writes (migrations/0001 triggers)")
 struct CountersTests {
-    /// The mismatch lines of `counterMismatchesSQL`.
+    /// The mismatch lines of `counterMismatchesSQL`, once the pending cascades are settled (the
+    /// cascade worker's job: until then a deleted category's locations are live rows that reads
+    /// leave out, and no live category counts them).
     static func mismatches(_ pool: ConnectionPool) throws -> [String] {
-        try pool.withConnection { connection in
+        CascadeWorker(pool: pool, logger: TestDatabase.logger).settleNow()
+        return try pool.withConnection { connection in
             try connection.query(counterMismatchesSQL).map { row throws(PostgresError) in try row.decode(0, as: String.self) }
         }
     }

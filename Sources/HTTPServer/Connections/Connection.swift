@@ -126,11 +126,13 @@ final class Connection: @unchecked Sendable {
         var offset = 0
         while offset < input.count && readyRequest == nil && headAwaitingDecision == nil && !closeAfterOutput {
             let receivingBody = bodyAdmitted
-            if !receivingBody && parser.phase == .idle { headStartedAt = arrivedAt ?? now }
+            // A head parsed from input that waited in `unparsed` started and ended when it arrived.
+            let arrival = arrivedAt ?? now
+            if !receivingBody && parser.phase == .idle { headStartedAt = arrival }
             let step = parser.parse(UnsafeRawBufferPointer(rebasing: input[offset...]))
             switch step {
             case .head, .request:
-                if !receivingBody { headerTimeSpent += now - headStartedAt }
+                if !receivingBody { headerTimeSpent += arrival - headStartedAt }
             default:
                 break
             }

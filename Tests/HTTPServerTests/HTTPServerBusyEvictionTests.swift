@@ -6,10 +6,11 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// `/wait` is a long-poll held two minutes; `/big` answers 2 MiB (the same bytes for every
-/// request); anything else answers `ok <path>`.
+/// `/wait` is a long-poll held two minutes; `/big` answers 8 MiB (the same bytes for every
+/// request: more than the sockets' buffers take, so most of it waits in the server); anything
+/// else answers `ok <path>`.
 private struct BusyResponder: HTTPResponder {
-    private static let big = [UInt8](repeating: 0x61, count: 2 * 1024 * 1024)
+    private static let big = [UInt8](repeating: 0x61, count: 8 * 1024 * 1024)
 
     func respond(to request: HTTPRequest, connection: ConnectionInfo) -> HTTPResponse {
         HTTPResponse(status: .ok, body: request.path == "/big" ? Self.big : Array("ok \(request.path)".utf8))
@@ -87,7 +88,7 @@ struct HTTPServerBusyEvictionTests {
                 let started = ContinuousClock.now
                 let client = try RawHTTPClient(port: server.port, sourceHost: "127.0.0.3")
                 try client.send("GET /new HTTP/1.1\r\nHost: h\r\n\r\n")
-                let response = try client.readResponse(timeout: .seconds(30))
+                let response = try client.readResponse(timeout: .seconds(20))
                 print("busy eviction, \(pattern): the client on 127.0.0.3 was answered in \(ContinuousClock.now - started)")
                 #expect(response.text == "ok /new")
                 // Its place was taken from 127.0.0.2 (the round runs just after the accept).
@@ -108,9 +109,11 @@ struct HTTPServerBusyEvictionTests {
         }
     }
 
-    @Test("100 connections reading 2 MiB responses at 1.6 KB/s: a new client is answered")
+    @Test("100 connections reading 8 MiB responses at 1.6 KB/s: a new client is answered")
     func slowReaders() async throws {
-        try await expectNewClientAnswered("slow readers") { client, busy in
+        // Every response waits in the server (more than 2 MiB of each), none is idle.
+        try await expectNewClientAnswered("slow readers", isBusy: { $0.bufferedConnectionBytes >= 100 * 2 * 1024 * 1024 }) {
+            client, busy in
             var small: Int32 = 4096
             _ = setsockopt(client.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
             try client.send("GET /big HTTP/1.1\r\nHost: h\r\n\r\n")

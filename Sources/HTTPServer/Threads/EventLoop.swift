@@ -303,12 +303,20 @@ final class EventLoop: @unchecked Sendable {
             drive(connection)
         case .receivingBody:
             cut(connection, context.overloaded("connection closed to make room: the server is full"))
-        case .idle where SocketIO.hasPendingInput(connection.fd), .answering:
+        case .answering:
             // Closed once its request is answered (`advance`).
-            guard !connection.withWorker else { return }
-            connection.mightBeReadable = true
-            drive(connection)
+            if !connection.withWorker { drive(connection) }
         case .idle, .receivingHead, .readingSlowly, .new:
+            closeEvicted(connection)
+        }
+    }
+
+    /// Closes an evicted connection: at once, or after discarding what the client sent meanwhile
+    /// (a request that arrived just now), so that the close does not reset the connection.
+    private func closeEvicted(_ connection: Connection) {
+        if SocketIO.hasPendingInput(connection.fd) {
+            startLingeringClose(connection)
+        } else {
             close(connection)
         }
     }
@@ -419,7 +427,7 @@ final class EventLoop: @unchecked Sendable {
                 return
             }
             if connection.evicted && isIdle(connection) {
-                startLingeringClose(connection)
+                closeEvicted(connection)
                 return
             }
             // 5. Read more.

@@ -129,14 +129,7 @@ final class Connection: @unchecked Sendable {
             // A head parsed from input that waited in `unparsed` started and ended when it arrived.
             let arrival = arrivedAt ?? now
             if !receivingBody && parser.phase == .idle { headStartedAt = arrival }
-            let step = parser.parse(UnsafeRawBufferPointer(rebasing: input[offset...]))
-            switch step {
-            case .head, .request:
-                if !receivingBody { headerTimeSpent += arrival - headStartedAt }
-            default:
-                break
-            }
-            switch step {
+            switch parser.parse(UnsafeRawBufferPointer(rebasing: input[offset...])) {
             case .needMore:
                 if receivingBody && !chargeBody(input.count - offset, context: context) { return input.count }
                 offset = input.count
@@ -144,9 +137,11 @@ final class Connection: @unchecked Sendable {
                 // Not reported by a parser that pauses after heads (`.head` says it instead).
                 offset += used
             case .head(let head, let expectsContinue, let used):
+                headerTimeSpent += arrival - headStartedAt
                 offset += used
                 judgeBody(of: head, expectsContinue: expectsContinue, bytesInHand: input.count - offset, now: now, context: context)
             case .request(let request, let used):
+                if !receivingBody { headerTimeSpent += arrival - headStartedAt }
                 if receivingBody && !chargeBody(used, context: context) { return input.count }
                 offset += used
                 settleBodyCharge(of: request, context: context)

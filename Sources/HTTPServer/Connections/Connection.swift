@@ -84,6 +84,23 @@ final class Connection: @unchecked Sendable {
     /// the longest-idle connections are closed first when the server is full.
     var idleSince: Int64 = 0
     var requestsParsed = 0
+    /// When the connection was accepted.
+    var acceptedAt: Int64 = 0
+    /// When the first byte of the request head being received arrived.
+    var headStartedAt: Int64 = 0
+    /// How long the connection's request heads took, first byte to last, all together: once it
+    /// reaches `headerReadTimeout`, the next response closes the connection (a client trickling
+    /// each next request cannot hold a connection forever).
+    var headerTimeSpent: Int64 = 0
+    /// When unparsed input (the start of a pipelined request) arrived.
+    var unparsedArrivedAt: Int64 = 0
+    /// Since when a response has waited for the socket to take it, and `output.written` then:
+    /// how fast the client reads (the slowest readers make room first, `EvictionRound`).
+    var waitingToWriteSince: Int64 = 0
+    var writtenBeforeWaiting = 0
+    /// Chosen to make room (`EvictionRound`): closed after its response. Loop only (also while a
+    /// worker has the connection: the worker never touches it).
+    var evicted = false
 
     // Waits (`HTTPWait`, EventLoop+Waits.swift).
     /// The request its handler answered with a wait, set by the worker (owner) for the loop to
@@ -102,13 +119,16 @@ final class Connection: @unchecked Sendable {
 
     var hasUnparsedInput: Bool { unparsedStart < unparsed.count }
 
-    /// Feeds `input` to the parser until a request is complete, a head waits for a decision on a
-    /// worker, an error occurs or the input is used up. Returns how many bytes were used. Loop
-    /// thread only.
-    func consume(_ input: UnsafeRawBufferPointer, now: Int64, context: ServerContext) -> Int {
+    /// Feeds `input` (arrived at `arrivedAt`, `now` unless it waited in `unparsed`) to the parser
+    /// until a request is complete, a head waits for a decision on a worker, an error occurs or
+    /// the input is used up. Returns how many bytes were used. Loop thread only.
+    func consume(_ input: UnsafeRawBufferPointer, now: Int64, arrivedAt: Int64? = nil, context: ServerContext) -> Int {
         var offset = 0
         while offset < input.count && readyRequest == nil && headAwaitingDecision == nil && !closeAfterOutput {
             let receivingBody = bodyAdmitted
+            // A head parsed from input that waited in `unparsed` started and ended when it arrived.
+            let arrival = arrivedAt ?? now
+            if !receivingBody && parser.phase == .idle { headStartedAt = arrival }
             switch parser.parse(UnsafeRawBufferPointer(rebasing: input[offset...])) {
             case .needMore:
                 if receivingBody && !chargeBody(input.count - offset, context: context) { return input.count }
@@ -117,9 +137,11 @@ final class Connection: @unchecked Sendable {
                 // Not reported by a parser that pauses after heads (`.head` says it instead).
                 offset += used
             case .head(let head, let expectsContinue, let used):
+                headerTimeSpent += arrival - headStartedAt
                 offset += used
                 judgeBody(of: head, expectsContinue: expectsContinue, bytesInHand: input.count - offset, now: now, context: context)
             case .request(let request, let used):
+                if !receivingBody { headerTimeSpent += arrival - headStartedAt }
                 if receivingBody && !chargeBody(used, context: context) { return input.count }
                 offset += used
                 settleBodyCharge(of: request, context: context)
@@ -324,12 +346,15 @@ final class Connection: @unchecked Sendable {
         context.connectionClosed(clientAddress: info.clientAddress)
     }
 
-    /// Feeds the buffered pipelined input. Loop thread only.
+    /// Feeds the buffered pipelined input (a request it starts started when it arrived). Loop
+    /// thread only.
     func consumeUnparsedInput(now: Int64, context: ServerContext) {
         let pending = unparsed
         unparsed = []
         let used = pending.withUnsafeBytes { bytes in
-            consume(UnsafeRawBufferPointer(rebasing: bytes[unparsedStart...]), now: now, context: context)
+            consume(
+                UnsafeRawBufferPointer(rebasing: bytes[unparsedStart...]), now: now, arrivedAt: unparsedArrivedAt,
+                context: context)
         }
         unparsedStart += used
         if unparsedStart >= pending.count || closeAfterOutput {
@@ -339,11 +364,26 @@ final class Connection: @unchecked Sendable {
         }
     }
 
-    /// Keeps the bytes of `input` from `used` on for later parsing. Loop thread only.
-    func keepUnparsed(_ input: UnsafeRawBufferPointer, from used: Int) {
+    /// Keeps the bytes of `input` (arrived at `now`) from `used` on for later parsing. Loop
+    /// thread only.
+    func keepUnparsed(_ input: UnsafeRawBufferPointer, from used: Int, now: Int64) {
         guard used < input.count, !closeAfterOutput else { return }
         unparsed = Array(UnsafeRawBufferPointer(rebasing: input[used...]))
         unparsedStart = 0
+        unparsedArrivedAt = now
+    }
+
+    /// A response starts waiting for the socket to take it. Loop thread only.
+    func startedWaitingToWrite(now: Int64) {
+        waitingToWriteSince = now
+        writtenBeforeWaiting = output.written
+    }
+
+    /// How fast the client has read since its response started waiting for the socket, in bytes
+    /// per second (over at least a second: a wait just begun is not yet slow).
+    func readingRate(now: Int64) -> Double {
+        let seconds = max(1, Double(now - waitingToWriteSince) / 1e9)
+        return Double(output.written - writtenBeforeWaiting) / seconds
     }
 
     /// Serializes `response` to `request` into the output. Owner only.
@@ -351,6 +391,7 @@ final class Connection: @unchecked Sendable {
         releaseBodyBudget(context: context)
         let keepAlive =
             !closeAfterOutput && request.wantsKeepAlive && !context.isDraining.load(ordering: .relaxed)
+            && headerTimeSpent < context.headerReadTimeout
             && !response.headers.containsToken("close", in: "Connection")
         let directive: HTTPResponseSerializer.ConnectionDirective =
             keepAlive ? (request.version == .http1_0 ? .keepAlive : .persistentDefault) : .close

@@ -8,6 +8,8 @@ struct OutputQueue {
     private var offset = 0
     /// Bytes waiting.
     private(set) var count = 0
+    /// Bytes written since the queue was made (how fast the client reads).
+    private(set) var written = 0
 
     /// Most buffers gathered into one system call.
     private static let maxGather = 64
@@ -108,6 +110,7 @@ struct OutputQueue {
     private mutating func consume(_ written: Int) {
         var remaining = written
         count -= written
+        self.written += written
         while remaining > 0, !chunks.isEmpty {
             let available = chunks[0].count - offset
             if remaining >= available {

@@ -124,7 +124,7 @@ public final class HTTPServer: Sendable {
     /// `maxConnectionsPerAddress` open, since the start; for metrics and tests.
     public var refusedConnections: Int { counters.refusedConnections.load(ordering: .relaxed) }
 
-    /// Idle connections closed to admit new ones at `maxConnections`, since the start; for
+    /// Connections closed (idle or busy) to admit new ones at `maxConnections`, since the start; for
     /// metrics and tests.
     public var evictedConnections: Int { counters.evictedConnections.load(ordering: .relaxed) }
 

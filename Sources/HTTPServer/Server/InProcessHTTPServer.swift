@@ -29,8 +29,9 @@ public final class InProcessHTTPServer: Sendable {
         var written: [UInt8] = []
         for read in reads where !connection.closeAfterOutput {
             read.withUnsafeBytes { input in
-                let used = connection.consume(input, now: context.now(), context: context)
-                connection.keepUnparsed(input, from: used)
+                let now = context.now()
+                let used = connection.consume(input, now: now, context: context)
+                connection.keepUnparsed(input, from: used, now: now)
             }
             try advance(connection)
             written += connection.output.takeAll()

@@ -102,7 +102,7 @@ final class ServerCounters: Sendable {
     let bufferedConnectionBytes = Atomic<Int>(0)
     /// Connections closed at once because their address had `maxConnectionsPerAddress` open.
     let refusedConnections = Atomic<Int>(0)
-    /// Idle connections closed to admit new ones at `maxConnections`.
+    /// Connections closed (idle or busy) to admit new ones at `maxConnections`.
     let evictedConnections = Atomic<Int>(0)
     /// The source of `ConnectionInfo.id`.
     let nextConnectionID = Atomic<UInt64>(1)

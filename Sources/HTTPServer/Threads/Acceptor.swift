@@ -5,8 +5,8 @@ import Synchronization
 
 /// The thread that accepts connections and deals them round-robin to the event loops. A
 /// connection from an address that already has `maxConnectionsPerAddress` open is closed at once.
-/// While `maxConnections` are open it accepts no more; when clients then wait in the listen
-/// backlog, it asks the loops to close their longest-idle connections to make room. It backs off
+/// While `maxConnections` are open, each client waiting in the listen backlog is accepted in place
+/// of a connection of the address holding the most, idle or busy (`EvictionRound`). It backs off
 /// briefly when the process runs out of descriptors, instead of spinning.
 final class Acceptor: Sendable {
     private let listenFD: Int32
@@ -18,8 +18,8 @@ final class Acceptor: Sendable {
     private static let backOffMilliseconds: Int32 = 100
     /// Safety net while waiting at the connection limit (a close also wakes the acceptor).
     private static let limitRecheckMilliseconds: Int32 = 250
-    /// How many connections beyond `maxConnections` may be open while idle ones, closed to make
-    /// room for them, are still being closed by their loops.
+    /// How many connections beyond `maxConnections` may be open while those chosen to make room
+    /// for them are still being closed by their loops (or finish their response).
     private static let evictionSlack = 64
 
     init(listenFD: Int32, context: ServerContext, loops: [EventLoop]) {
@@ -42,15 +42,15 @@ final class Acceptor: Sendable {
         while !stopRequested.load(ordering: .acquiring) {
             let open = context.counters.openConnections.load(ordering: .acquiring)
             if open >= maxConnections {
-                // Full: a waiting client is accepted in place of the longest-idle connection,
-                // which its loop closes; at most `evictionSlack` beyond the limit meanwhile.
-                // Without an idle connection, only a close (or the recheck) wakes the acceptor.
-                guard open < maxConnections + Self.evictionSlack, let loop = loopWithLongestIdle() else {
+                // Full: a waiting client is accepted in place of a connection of the address
+                // holding the most, which its loop closes; at most `evictionSlack` beyond the
+                // limit meanwhile, then only a close (or the recheck) wakes the acceptor.
+                guard open < maxConnections + Self.evictionSlack else {
                     waitForWake(milliseconds: Self.limitRecheckMilliseconds)
                     continue
                 }
                 if waitForClient(milliseconds: Self.limitRecheckMilliseconds), case .accepted = acceptOne(dealingTo: &next) {
-                    loop.evictIdle(count: 1)
+                    EvictionRound(addresses: context.addressConnections.mostConnected(), loops: loops).start()
                 }
                 continue
             }
@@ -131,16 +131,6 @@ final class Acceptor: Sendable {
         guard poll(&descriptors, 2, milliseconds) > 0 else { return false }
         if descriptors[1].revents != 0 { SocketIO.drain(eventFD: context.acceptorWakeFD) }
         return descriptors[0].revents & Int16(POLLIN) != 0 && !stopRequested.load(ordering: .acquiring)
-    }
-
-    /// The loop holding the longest-idle connection, as the loops last published it; nil when
-    /// no connection has been idle long enough to be closed.
-    private func loopWithLongestIdle() -> EventLoop? {
-        let oldest = loops.min { $0.oldestIdleSince.load(ordering: .relaxed) < $1.oldestIdleSince.load(ordering: .relaxed) }
-        guard let oldest,
-            oldest.oldestIdleSince.load(ordering: .relaxed) <= context.now() - EventLoop.minimumIdleBeforeEviction
-        else { return nil }
-        return oldest
     }
 
     private func waitForWake(milliseconds: Int32) {

@@ -17,7 +17,10 @@ final class EventLoop: @unchecked Sendable {
         case adopt(AcceptedSocket)
         case handBack(Connection)
         case drain(deadline: Int64)
-        case evictIdle(count: Int)
+        /// Offer this loop's best candidate for `EvictionRound`.
+        case offerEviction(EvictionRound)
+        /// Close this loop's best candidate for `EvictionRound`.
+        case evict(EvictionRound)
         /// A held request's waiter was woken (EventLoop+Waits.swift).
         case wake(connectionID: UInt64, waiter: HTTPWaiter)
         /// Answer every held request now (EventLoop+Waits.swift).
@@ -36,10 +39,6 @@ final class EventLoop: @unchecked Sendable {
     private let epoll: Epoll
     private let wakeFD: Int32
     private let inbox = HandoffLock(Inbox())
-    /// Since when the loop's longest-idle connection has waited for a request (`.max`: none),
-    /// published at each sweep for the acceptor, which asks the loop holding the longest-idle
-    /// connection of all to close it when the server is full.
-    let oldestIdleSince = Atomic<Int64>(.max)
 
     // Loop-thread state.
     var connections: [UInt64: Connection] = [:]
@@ -59,8 +58,9 @@ final class EventLoop: @unchecked Sendable {
     /// Pipelined requests parsed from buffered input per connection before other connections
     /// get a turn.
     private static let pipelineBudget = 16
-    /// How long a connection has waited for a request before it may be closed to make room.
-    static let minimumIdleBeforeEviction: Int64 = 100_000_000
+    /// How long a connection has been open before it ranks like the others to be closed to make
+    /// room (`EvictionRound`): a client just accepted has its chance to send.
+    static let minimumAgeBeforeEviction: Int64 = 100_000_000
     /// The largest read while connections hold more than `maxBufferedConnectionBytes`.
     private static let readSizeOverBudget = 4096
     /// Pipelined responses are gathered until this many bytes wait, then written.
@@ -99,10 +99,15 @@ final class EventLoop: @unchecked Sendable {
         post(.adopt(socket))
     }
 
-    /// Asks the loop to close its `count` longest-idle connections (the server is full and
-    /// clients wait to be accepted).
-    func evictIdle(count: Int) {
-        _ = post(.evictIdle(count: count))
+    /// Asks the loop for its best candidate to make room (the server is full and a client was
+    /// accepted). False when the loop has stopped.
+    func offerEviction(_ round: EvictionRound) -> Bool {
+        post(.offerEviction(round))
+    }
+
+    /// Asks the loop to close its best candidate of `round` now.
+    func evict(_ round: EvictionRound) {
+        _ = post(.evict(round))
     }
 
     /// Returns a connection from a worker. False when the loop has stopped (the caller closes).
@@ -204,9 +209,6 @@ final class EventLoop: @unchecked Sendable {
             inbox.messages = []
             return messages
         }
-        // Eviction requests are served together, after the batch: one pass over the connections.
-        var evictions = 0
-        defer { if evictions > 0 { closeLongestIdle(count: evictions) } }
         for message in messages {
             switch message {
             case .adopt(let socket):
@@ -227,8 +229,10 @@ final class EventLoop: @unchecked Sendable {
                     close(connection)
                 }
                 answerHeldRequests()
-            case .evictIdle(let count):
-                evictions += count
+            case .offerEviction(let round):
+                round.offer(bestCandidate(of: round)?.rank, fromLoop: index)
+            case .evict(let round):
+                if let candidate = bestCandidate(of: round) { evict(candidate.connection, as: candidate.rank.kind) }
             case .wake(let connectionID, let waiter):
                 recheck(connectionID: connectionID, waiter: waiter)
             case .answerWaits:
@@ -255,35 +259,66 @@ final class EventLoop: @unchecked Sendable {
         connection.deadlineKind = .idle
         connection.deadline = now + context.headerReadTimeout
         connection.idleSince = now
+        connection.acceptedAt = now
         if draining { close(connection) }
     }
 
-    /// Closes the `count` connections that have waited longest for a request's first byte (and
-    /// at least `minimumIdleBeforeEviction`: a client just accepted has its chance to send), so
-    /// that clients waiting in the listen backlog can be accepted; publishes the next one's wait.
-    /// A connection whose request has arrived but was not read yet (the loop is busy) is not
-    /// idle: it is read instead.
-    private func closeLongestIdle(count: Int) {
-        let idleBefore = now - Self.minimumIdleBeforeEviction
-        var idle = connections.values.filter { isWaitingForRequest($0) && $0.idleSince <= idleBefore }
-        // Oldest first; among connections idle since the same instant, the first accepted.
-        idle.sort { ($0.idleSince, $0.info.id) < ($1.idleSince, $1.info.id) }
-        var closed = 0
-        var next = 0
-        while closed < count && next < idle.count {
-            let connection = idle[next]
-            next += 1
-            if SocketIO.hasPendingInput(connection.fd) {
-                connection.mightBeReadable = true
-                deferred.append(connection)
-                continue
-            }
-            // Counted first: whoever sees the close sees the count.
-            context.counters.evictedConnections.add(1, ordering: .relaxed)
-            close(connection)
-            closed += 1
+    /// This loop's connection of `round`'s addresses that should go first to make room, and its
+    /// rank (`EvictionRound.Rank`).
+    private func bestCandidate(of round: EvictionRound) -> (connection: Connection, rank: EvictionRound.Rank)? {
+        var best: (connection: Connection, rank: EvictionRound.Rank)?
+        for connection in connections.values where round.addresses.contains(connection.info.clientAddress) {
+            guard let rank = evictionRank(of: connection) else { continue }
+            if best.map({ rank < $0.rank }) ?? true { best = (connection, rank) }
         }
-        oldestIdleSince.store(next < idle.count ? idle[next].idleSince : .max, ordering: .relaxed)
+        return best
+    }
+
+    /// How `connection` ranks to be closed to make room; nil when it is already going.
+    private func evictionRank(of connection: Connection) -> EvictionRound.Rank? {
+        if connection.evicted || connection.lingering { return nil }
+        if connection.withWorker { return .init(kind: .answering, order: Double(connection.info.id)) }
+        if now - connection.acceptedAt < Self.minimumAgeBeforeEviction {
+            return .init(kind: .new, order: Double(connection.acceptedAt))
+        }
+        if connection.heldRequest != nil { return .init(kind: .holdingWait, order: Double(connection.info.id)) }
+        if connection.deadlineKind == .write {
+            return .init(kind: .readingSlowly, order: connection.readingRate(now: now))
+        }
+        if isWaitingForRequest(connection) { return .init(kind: .idle, order: Double(connection.idleSince)) }
+        if connection.deadlineKind == .head { return .init(kind: .receivingHead, order: Double(connection.headStartedAt)) }
+        if connection.isReceivingBody { return .init(kind: .receivingBody, order: connection.arrivingBody.rate(at: now)) }
+        return .init(kind: .answering, order: Double(connection.info.id))
+    }
+
+    /// Closes `connection` to make room (answering first what it can: a held long-poll gets its
+    /// timeout answer, a request being answered its response, a body being received a 503).
+    private func evict(_ connection: Connection, as kind: EvictionRound.Rank.Kind) {
+        // Counted first: whoever sees the close sees the count.
+        context.counters.evictedConnections.add(1, ordering: .relaxed)
+        connection.evicted = true
+        switch kind {
+        case .holdingWait:
+            answerHeld(connection, closing: true)
+            drive(connection)
+        case .receivingBody:
+            cut(connection, context.overloaded("connection closed to make room: the server is full"))
+        case .answering:
+            // Closed once its request is answered (`advance`).
+            if !connection.withWorker { drive(connection) }
+        case .idle, .receivingHead, .readingSlowly, .new:
+            closeEvicted(connection)
+        }
+    }
+
+    /// Closes an evicted connection: at once, or after discarding what the client sent meanwhile
+    /// (a request that arrived just now), so that the close does not reset the connection.
+    private func closeEvicted(_ connection: Connection) {
+        if SocketIO.hasPendingInput(connection.fd) {
+            startLingeringClose(connection)
+        } else {
+            close(connection)
+        }
     }
 
     /// Idle, between requests or before the first one: what may be closed to make room.
@@ -306,7 +341,9 @@ final class EventLoop: @unchecked Sendable {
             case .handBack(let connection):
                 connection.arrivingWait?.wait.waiter.end()
                 connection.closeSocket(context: context)
-            case .drain, .evictIdle, .wake, .answerWaits:
+            case .offerEviction(let round):
+                round.offer(nil, fromLoop: index)
+            case .drain, .evict, .wake, .answerWaits:
                 break
             }
         }
@@ -389,6 +426,10 @@ final class EventLoop: @unchecked Sendable {
                 close(connection)
                 return
             }
+            if connection.evicted && isIdle(connection) {
+                closeEvicted(connection)
+                return
+            }
             // 5. Read more.
             if connection.mightBeReadable {
                 if reads == Self.readBudget {
@@ -405,7 +446,7 @@ final class EventLoop: @unchecked Sendable {
                     if received < readSize && !connection.peerHungUp { connection.mightBeReadable = false }
                     let input = UnsafeRawBufferPointer(rebasing: readBuffer[0..<received])
                     let used = connection.consume(input, now: now, context: context)
-                    connection.keepUnparsed(input, from: used)
+                    connection.keepUnparsed(input, from: used, now: now)
                     if context.bodyBudget.isOverCommitted { shedPending = true }
                     if connection.parser.phase == .body && connection.readyRequest == nil
                         && connection.headAwaitingDecision == nil
@@ -476,6 +517,7 @@ final class EventLoop: @unchecked Sendable {
             }
             return true
         case .blocked(let progressed):
+            if connection.deadlineKind != .write { connection.startedWaitingToWrite(now: now) }
             if progressed || connection.deadlineKind != .write {
                 connection.deadlineKind = .write
                 connection.deadline = now + context.writeTimeout
@@ -499,14 +541,13 @@ final class EventLoop: @unchecked Sendable {
                 connection.idleSince = now
             }
         case .head:
-            // Measured from the first byte of the request (empty lines before it included): set
-            // once. A new connection's first request keeps the deadline set at the connect, so a
-            // connection sends a complete request head within `headerReadTimeout` of connecting,
-            // however it spreads its bytes.
+            // Measured from the first byte of the request (empty lines before it included), when
+            // it arrived (a pipelined byte waits for earlier responses). A new connection's first
+            // request is measured from the connect, so a connection sends a complete request head
+            // within `headerReadTimeout` of connecting, however it spreads its bytes.
             if connection.deadlineKind != .head {
-                if !(connection.deadlineKind == .idle && connection.requestsParsed == 0) {
-                    connection.deadline = now + context.headerReadTimeout
-                }
+                let start = connection.requestsParsed == 0 ? connection.acceptedAt : connection.headStartedAt
+                connection.deadline = start + context.headerReadTimeout
                 connection.deadlineKind = .head
             }
         case .body:
@@ -588,12 +629,9 @@ final class EventLoop: @unchecked Sendable {
 
     private func sweep() {
         var expired: [Connection] = []
-        var oldestIdle = Int64.max
-        for connection in connections.values where !connection.withWorker {
-            if connection.deadline <= now { expired.append(connection) }
-            if connection.idleSince < oldestIdle && isWaitingForRequest(connection) { oldestIdle = connection.idleSince }
+        for connection in connections.values where !connection.withWorker && connection.deadline <= now {
+            expired.append(connection)
         }
-        oldestIdleSince.store(oldestIdle, ordering: .relaxed)
         for connection in expired {
             switch connection.deadlineKind {
             case .none:

@@ -149,7 +149,7 @@ pg_cluster_init() {
 # pg-cluster.sh: a private cluster for tests and development, not for data that matters
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$socket_dir'
-max_connections = 300
+max_connections = 1000
 shared_buffers = 64MB
 fsync = off
 synchronous_commit = off

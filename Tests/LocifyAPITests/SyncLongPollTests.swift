@@ -314,6 +314,11 @@ struct SyncLongPollTests {
         var terminated = 0
         for _ in 0..<6 {
             Thread.sleep(forTimeInterval: 0.2)
+            // Each round kills listening connections, not one still being set up (a kill during
+            // the LISTEN is a failed attempt, not a reconnect; a slow build, TSan's, widens it).
+            _ = eventually(timeout: .seconds(30)) {
+                [server.application.liveStatistics, second.liveStatistics].allSatisfy { $0?.isListening == true }
+            }
             terminated += try terminateListeners(server)
         }
         stopWriters.store(true, ordering: .releasing)

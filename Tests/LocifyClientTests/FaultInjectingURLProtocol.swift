@@ -11,6 +11,9 @@ import TestSupport
 /// fail it before it is sent (the server never sees it), or drop the answer after the server
 /// applied it (the client must replay).
 final class FaultInjectingURLProtocol: URLProtocol {
+    /// Set once URLSession stops this request (a cancelled task): its client must not be called
+    /// after that (FoundationNetworking traps, "a task that is not in the registry").
+    fileprivate let stopped = StopFlag()
     /// Where requests are forwarded (blocking sockets, off URLSession's queues: calling back into
     /// URLSession from its own queues deadlocks swift-corelibs-foundation).
     private static let forwarding = DispatchQueue(label: "fault-injecting-url-protocol", attributes: .concurrent)
@@ -102,7 +105,7 @@ final class FaultInjectingURLProtocol: URLProtocol {
         }
     }
 
-    override func stopLoading() {}
+    override func stopLoading() { stopped.set() }
 
     /// The head of an error answer the server never gave.
     private static func injectedError(_ url: URL, status: Int, retryAfter: Int?) -> HTTPURLResponse {
@@ -148,14 +151,25 @@ private final class UncheckedReference: @unchecked Sendable {
     init(_ value: FaultInjectingURLProtocol) { self.value = value }
 
     func fail(_ error: URLError) {
+        guard !value.stopped.isSet else { return }
         value.client?.urlProtocol(value, didFailWithError: error)
     }
 
     func finish(_ response: HTTPURLResponse, _ body: Data) {
+        guard !value.stopped.isSet else { return }
         value.client?.urlProtocol(value, didReceive: response, cacheStoragePolicy: .notAllowed)
         value.client?.urlProtocol(value, didLoad: body)
         value.client?.urlProtocolDidFinishLoading(value)
     }
+}
+
+/// A flag set once, read from any thread.
+private final class StopFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
 }
 
 /// What happens to one request.

@@ -1020,15 +1020,17 @@ public struct LocationDraft: Sendable, Hashable {
         base = location
     }
 
-    /// ``init(editing:)``.
+    /// The whole of `location` as a draft, saved whole (no ``base``): for a record the app built
+    /// itself (a change to retry, a record changed in code). An edit form takes ``init(editing:)``.
     public init(_ location: Location) {
         self.init(editing: location)
+        base = nil
     }
 
     /// The draft to save onto `current` (the location as it is now; nil when it is gone): the
     /// fields the user changed since ``base`` are this draft's, the others `current`'s. Photos
-    /// merge as sets: the ones the user added and removed are added to and removed from
-    /// `current`'s (the user's list when the merge would exceed the limit).
+    /// merge as sets: the user's list in its order, less the ones another device removed since
+    /// ``base`` and plus the ones it added (the user's list alone when that would exceed the limit).
     func merged(onto current: Location?) -> LocationDraft {
         guard let base, let current else { return self }
         func pick<Value: Equatable>(_ field: KeyPath<LocationDraft, Value>, _ same: KeyPath<Location, Value>) -> Value {
@@ -1039,9 +1041,11 @@ public struct LocationDraft: Sendable, Hashable {
             description: pick(\.description, \.description), latitude: pick(\.latitude, \.latitude),
             longitude: pick(\.longitude, \.longitude), isFavorite: pick(\.isFavorite, \.isFavorite), imageURLs: current.imageURLs)
         if imageURLs != base.imageURLs {
-            let removed = Set(base.imageURLs).subtracting(imageURLs)
-            let kept = current.imageURLs.filter { !removed.contains($0) }
-            let images = kept + imageURLs.filter { !base.imageURLs.contains($0) && !kept.contains($0) }
+            // The user's list in the user's order (a photo replaced by its URL keeps its place),
+            // less what another device removed meanwhile, plus what it added.
+            let removedElsewhere = Set(base.imageURLs).subtracting(current.imageURLs)
+            let addedElsewhere = current.imageURLs.filter { !base.imageURLs.contains($0) && !imageURLs.contains($0) }
+            let images = imageURLs.filter { !removedElsewhere.contains($0) } + addedElsewhere
             merged.imageURLs = images.count <= LocationRules.maxImageURLs ? images : imageURLs
         }
         merged.base = current

@@ -185,7 +185,7 @@ public actor PlacesScreen {
     }
 
     private func toggleFavorite(_ name: String) async throws {
-        var draft = LocationDraft(try await place(named: name))
+        var draft = LocationDraft(editing: try await place(named: name))
         draft.isFavorite.toggle()
         let saved = try await engine.saveLocation(draft)
         print("\(saved.name) is \(saved.isFavorite ? "a favourite" : "no longer a favourite")")

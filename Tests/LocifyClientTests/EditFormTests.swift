@@ -20,7 +20,7 @@ struct EditFormTests {
         try await phone.sync()
         try await tablet.sync()
         // The phone's user opens the edit sheet.
-        var form = LocationDraft(try #require(await phone.location(id: place.id)))
+        var form = LocationDraft(editing: try #require(await phone.location(id: place.id)))
         // Meanwhile the tablet favourites the place and adds a photo, and the phone pulls them.
         var favourite = LocationDraft(try #require(await tablet.location(id: place.id)))
         favourite.isFavorite = true
@@ -66,7 +66,8 @@ struct EditFormTests {
         let saved = try await engine.saveLocation(form)
         #expect(saved.categoryID == bars.id, "changed in the form")
         #expect(saved.address == "172 Boulevard Saint-Germain" && saved.isFavorite, "changed elsewhere, not in the form")
-        #expect(saved.imageURLs == ["https://example.com/b.jpg", "https://example.com/c.jpg", "https://example.com/d.jpg"])
+        // The form's photos in its order (b, d), less a (removed in the form), plus c (added elsewhere).
+        #expect(saved.imageURLs == ["https://example.com/b.jpg", "https://example.com/d.jpg", "https://example.com/c.jpg"])
     }
 
     @Test("a field changed both in the form and elsewhere takes the form's value; a place deleted meanwhile is saved as the form has it")

@@ -7,8 +7,10 @@ import Foundation
 ///
 /// Each answer bounds the offset: the server read its clock between the request's sending and the
 /// answer's arrival (device times `sent`, `received`), so the offset lies in
-/// [`server_time - received`, `server_time - sent`]. The estimate is that interval's midpoint; a
-/// new one replaces the current one when it is at least as precise (a shorter round trip), or
+/// [`server_time - received`, `server_time - sent`]. The estimate is that interval's lower end, so
+/// an edit is never stamped ahead of the server's clock (the server clamps a time in the future,
+/// and the device's `created_at` would then differ from the server's); it is behind by at most the
+/// round trip. A new one replaces the current one when it is at least as precise (a shorter round trip), or
 /// when its interval excludes the current estimate (the device's clock was changed meanwhile).
 /// An answer whose round trip is negative (the device's clock jumped back) or longer than
 /// ``longestRoundTrip`` (a held long-poll, a stalled network) teaches nothing.
@@ -22,7 +24,7 @@ struct ServerClockOffset: Sendable, Hashable {
     /// Whether an answer of this run taught it (else it is the persisted estimate, or 0).
     var isLearnt: Bool { uncertainty != nil }
 
-    /// Answers slower than this are ignored: their midpoint could be wrong by half of it.
+    /// Answers slower than this are ignored: their estimate could be behind by all of it.
     static let longestRoundTrip: Int64 = 30_000
 
     /// An estimate persisted by an earlier run (0 when none was).
@@ -37,7 +39,7 @@ struct ServerClockOffset: Sendable, Hashable {
         let roundTrip = received &- sent
         guard roundTrip >= 0, roundTrip <= Self.longestRoundTrip else { return false }
         let low = server &- received, high = server &- sent
-        let estimate = low + (high - low) / 2, halfTrip = roundTrip / 2
+        let estimate = low, halfTrip = roundTrip / 2
         let consistent = (low...high).contains(milliseconds)
         if let uncertainty, consistent, halfTrip > uncertainty { return false }
         let changed = estimate != milliseconds

@@ -55,12 +55,12 @@ struct ServerClockTests {
     func absurdAnswersIgnored() {
         var offset = ServerClockOffset()
         let learnt = offset.learn(serverTime: at(600_000), sent: at(0), received: at(200))
-        #expect(learnt && offset.milliseconds == 599_900)
+        #expect(learnt && offset.milliseconds == 599_800)
         let jumpedBack = offset.learn(serverTime: at(10_000_000), sent: at(0), received: at(-1_000))
         #expect(!jumpedBack, "negative round trip")
         let stalled = offset.learn(serverTime: at(10_000_000), sent: at(0), received: at(31_000))
         #expect(!stalled, "a held long-poll's or a stalled answer")
-        #expect(offset.milliseconds == 599_900)
+        #expect(offset.milliseconds == 599_800)
     }
 
     @Test("a more precise answer refines the estimate, a less precise consistent one does not, one that excludes it replaces it")
@@ -68,13 +68,13 @@ struct ServerClockTests {
         var offset = ServerClockOffset(persisted: 42)
         #expect(offset.milliseconds == 42 && !offset.isLearnt)
         offset.learn(serverTime: at(600_500), sent: at(0), received: at(1_000))  // a persisted estimate is replaced at once
-        #expect(offset.milliseconds == 600_000 && offset.isLearnt)
+        #expect(offset.milliseconds == 599_500 && offset.isLearnt)
         offset.learn(serverTime: at(600_070), sent: at(0), received: at(100))
-        #expect(offset.milliseconds == 600_020, "more precise and consistent: refined")
+        #expect(offset.milliseconds == 599_970, "more precise: refined")
         offset.learn(serverTime: at(601_000), sent: at(0), received: at(2_000))
-        #expect(offset.milliseconds == 600_020, "less precise and consistent: kept")
+        #expect(offset.milliseconds == 599_970, "less precise and consistent: kept")
         offset.learn(serverTime: at(500), sent: at(0), received: at(2_000))
-        #expect(offset.milliseconds == -500, "the device's clock was set right: the old estimate is outside the new bounds")
+        #expect(offset.milliseconds == -1_500, "the device's clock was set right: the old estimate is outside the new bounds")
     }
 
     /// A device time `milliseconds` after a fixed instant.

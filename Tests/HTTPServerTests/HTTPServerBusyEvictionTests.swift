@@ -25,46 +25,6 @@ private struct BusyResponder: HTTPResponder {
     }
 }
 
-/// `count` clients from one address, each on a thread of its own, keeping a connection busy the
-/// same way until `stop` (connecting again when the server closes it).
-private final class BusyClients: Sendable {
-    private let stopRequested = Atomic<Bool>(false)
-    private let done = DispatchGroup()
-
-    init(port: Int, sourceHost: String, count: Int, keepBusy: @escaping @Sendable (RawHTTPClient, BusyClients) throws -> Void) {
-        for _ in 0..<count {
-            done.enter()
-            Thread.detachNewThread { [self] in
-                defer { done.leave() }
-                while !isStopping {
-                    do {
-                        try keepBusy(try RawHTTPClient(port: port, sourceHost: sourceHost), self)
-                    } catch {
-                        Thread.sleep(forTimeInterval: 0.05)
-                    }
-                }
-            }
-        }
-    }
-
-    var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
-
-    /// Sleeps `seconds` in short steps; false when asked to stop meanwhile.
-    func pause(_ seconds: Double) -> Bool {
-        var left = seconds
-        while left > 0 && !isStopping {
-            Thread.sleep(forTimeInterval: min(left, 0.1))
-            left -= 0.1
-        }
-        return !isStopping
-    }
-
-    func stop() {
-        stopRequested.store(true, ordering: .relaxed)
-        done.wait()
-    }
-}
-
 /// Issue 35 item 2: connections that are never idle are evicted too. At `maxConnections`, 100
 /// busy connections from 127.0.0.2 (none of them ever idle) must not keep a client from
 /// 127.0.0.3 out: a connection of the address holding the most makes room, busy or not. Before,

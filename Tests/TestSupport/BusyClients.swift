@@ -1,0 +1,58 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Hostile-client tooling: `count` clients, each on a thread of its own, keeping a connection
+/// busy the same way until `stop` (connecting again, from `source(index)`, when the server
+/// closes it or `keepBusy` returns).
+public final class BusyClients: Sendable {
+    private let stopRequested = Atomic<Bool>(false)
+    private let done = DispatchGroup()
+
+    /// Starts the clients against `127.0.0.1:port`; `keepBusy` gets client `index`'s connection.
+    public init(
+        port: Int, count: Int, source: @escaping @Sendable (Int) -> String,
+        keepBusy: @escaping @Sendable (_ client: RawHTTPClient, _ index: Int, _ clients: BusyClients) throws -> Void
+    ) {
+        for index in 0..<count {
+            done.enter()
+            Thread.detachNewThread { [self] in
+                defer { done.leave() }
+                while !isStopping {
+                    do {
+                        try keepBusy(try RawHTTPClient(port: port, sourceHost: source(index)), index, self)
+                    } catch {
+                        Thread.sleep(forTimeInterval: 0.05)
+                    }
+                }
+            }
+        }
+    }
+
+    /// `count` clients all from `sourceHost`.
+    public convenience init(
+        port: Int, sourceHost: String, count: Int,
+        keepBusy: @escaping @Sendable (_ client: RawHTTPClient, _ clients: BusyClients) throws -> Void
+    ) {
+        self.init(port: port, count: count, source: { _ in sourceHost }) { client, _, clients in try keepBusy(client, clients) }
+    }
+
+    /// Whether `stop` was called.
+    public var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
+
+    /// Sleeps `seconds` in short steps; false when asked to stop meanwhile.
+    public func pause(_ seconds: Double) -> Bool {
+        var left = seconds
+        while left > 0 && !isStopping {
+            Thread.sleep(forTimeInterval: min(left, 0.1))
+            left -= 0.1
+        }
+        return !isStopping
+    }
+
+    /// Stops the clients and waits until each has returned.
+    public func stop() {
+        stopRequested.store(true, ordering: .relaxed)
+        done.wait()
+    }
+}

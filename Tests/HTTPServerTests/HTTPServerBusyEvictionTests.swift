@@ -74,14 +74,7 @@ struct HTTPServerBusyEvictionTests {
         // Every response waits in the server (more than 2 MiB of each), none is idle.
         try await expectNewClientAnswered("slow readers", isBusy: { $0.bufferedConnectionBytes >= 100 * 2 * 1024 * 1024 }) {
             client, busy in
-            var small: Int32 = 4096
-            _ = setsockopt(client.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-            try client.send("GET /big HTTP/1.1\r\nHost: h\r\n\r\n")
-            var chunk = [UInt8](repeating: 0, count: 160)
-            while busy.pause(0.1) {
-                let count = chunk.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-                if count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { return }
-            }
+            try busy.readSlowly("GET /big HTTP/1.1\r\nHost: h\r\n\r\n", on: client)
         }
     }
 

@@ -110,14 +110,7 @@ struct HostileMixedFloodTests {
         }
         defer { polls.stop() }
         let readers = BusyClients(port: port, count: 24, source: { "127.0.0.\(35 + $0 % 6)" }) { client, _, clients in
-            var small: Int32 = 4096
-            _ = setsockopt(client.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-            try client.send("GET /v1/locations?limit=100 HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer \(reader)\r\n\r\n")
-            var chunk = [UInt8](repeating: 0, count: 160)
-            while clients.pause(0.1) {
-                let count = chunk.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-                if count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { return }
-            }
+            try clients.readSlowly("GET /v1/locations?limit=100 HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer \(reader)\r\n\r\n", on: client)
         }
         defer { readers.stop() }
 

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Glibc
 import Synchronization
 
 /// Hostile-client tooling: `count` clients, each on a thread of its own, keeping a connection
@@ -48,6 +49,19 @@ public final class BusyClients: Sendable {
             left -= 0.1
         }
         return !isStopping
+    }
+
+    /// Sends `request` on `client` with a 4 KiB receive buffer and reads its answer 160 bytes
+    /// every 100 ms (1.6 KB/s, a slow phone) until the server closes or `stop` is called.
+    public func readSlowly(_ request: String, on client: RawHTTPClient) throws {
+        var small: Int32 = 4096
+        _ = setsockopt(client.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        try client.send(request)
+        var chunk = [UInt8](repeating: 0, count: 160)
+        while pause(0.1) {
+            let count = chunk.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { return }
+        }
     }
 
     /// Stops the clients and waits until each has returned.

@@ -112,9 +112,8 @@ enum UserStore {
                 ON CONFLICT (id) DO NOTHING
                 RETURNING id
             )
-            INSERT INTO categories (user_id, id, name, name_key, version, created_at, updated_at, field_stamps, change_seq)
-            SELECT new_user.id, d.id, d.name, d.name_key, 1, \(Timestamp.epoch), \(Timestamp.epoch),
-                   \(FieldLastWriteWins<CategoryField>.Clock.wholeStamps(at: .epoch)), 1
+            INSERT INTO categories (user_id, id, name, name_key, version, created_at, updated_at, change_seq)
+            SELECT new_user.id, d.id, d.name, d.name_key, 1, \(Timestamp.epoch), \(Timestamp.epoch), 1
             FROM new_user, unnest(\(defaults.map(\.id)), \(defaults.map(\.name)), \(defaults.map { TextRules.sortKey($0.name) }))
                  AS d(id, name, name_key)
             """)

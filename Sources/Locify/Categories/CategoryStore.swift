@@ -111,11 +111,8 @@ enum CategoryStore: RecordTable {
                        name = CASE WHEN \(setsName) THEN \(patch.name) ELSE c.name END,
                        name_key = CASE WHEN \(setsName) THEN \(patch.name.map(TextRules.sortKey)) ELSE c.name_key END,
                        icon = CASE WHEN \(setsIcon) THEN \(patch.icon) ELSE c.icon END,
-                       field_stamps = \(clock.storedStamps), updated_at = \(clock.updatedAt), deleted_at = \(clock.deletedAt),
                        reassigned_to = CASE WHEN \(isLive) THEN NULL ELSE c.reassigned_to END,
-                       version = CASE WHEN \(isLive) THEN c.version + 1 ELSE c.version END,
-                       change_seq = CASE WHEN \(isLive) THEN \(stamp) ELSE c.change_seq END,
-                       changed_at = CASE WHEN \(isLive) THEN clock_timestamp() ELSE c.changed_at END
+                       \(clockAssignments("c", clock, deletedAt: clock.deletedAt, stamp: stamp))
                 WHERE c.user_id = \(userID) AND c.id = \(patch.id)
                 RETURNING \(unsafeSQL: columns.sql)
                 """))

@@ -166,7 +166,6 @@ enum LocationStore: RecordTable {
             address: sets(.address) ? patch.address : stored.address,
             description: sets(.description) ? patch.description : stored.description)
         let imageURLs = patch.imageURLs ?? []
-        let isLive = !clock.isDeleted
         return try single(
             connection.query(
                 """
@@ -182,10 +181,7 @@ enum LocationStore: RecordTable {
                        image_urls = CASE WHEN \(sets(.imageURLs)) THEN \(imageURLs) ELSE l.image_urls END,
                        images_outside_folder = CASE WHEN \(sets(.imageURLs))
                            THEN \(imagesOutsideFolder(imageURLs, userID: userID, id: patch.id)) ELSE l.images_outside_folder END,
-                       field_stamps = \(clock.storedStamps), updated_at = \(clock.updatedAt), deleted_at = \(deletedAt),
-                       version = CASE WHEN \(isLive) THEN l.version + 1 ELSE l.version END,
-                       change_seq = CASE WHEN \(isLive) THEN \(stamp) ELSE l.change_seq END,
-                       changed_at = CASE WHEN \(isLive) THEN clock_timestamp() ELSE l.changed_at END
+                       \(clockAssignments("l", clock, deletedAt: deletedAt, stamp: stamp))
                 WHERE l.user_id = \(userID) AND l.id = \(patch.id)
                 RETURNING \(unsafeSQL: columns.sql)
                 """))

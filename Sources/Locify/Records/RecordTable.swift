@@ -101,6 +101,22 @@ extension RecordTable {
 }
 
 extension RecordTable {
+    /// The assignments every `update` ends with, on the table aliased `alias`: the clock after the
+    /// write (`field_stamps`, `updated_at`, and `deletedAt`, the row's `deleted_at`), then, when
+    /// the record is live after it, version + 1 and the change stamp `stamp`; under a tombstone
+    /// the row keeps its version and stamp (it reads as before).
+    static func clockAssignments(
+        _ alias: String, _ clock: FieldLastWriteWins<Record.Field>.Clock, deletedAt: Timestamp?, stamp: Int64
+    ) -> PostgresQuery {
+        let isLive = !clock.isDeleted
+        return """
+            field_stamps = \(clock.storedStamps), updated_at = \(clock.updatedAt), deleted_at = \(deletedAt),
+            version = CASE WHEN \(isLive) THEN \(unsafeSQL: alias).version + 1 ELSE \(unsafeSQL: alias).version END,
+            change_seq = CASE WHEN \(isLive) THEN \(stamp) ELSE \(unsafeSQL: alias).change_seq END,
+            changed_at = CASE WHEN \(isLive) THEN clock_timestamp() ELSE \(unsafeSQL: alias).changed_at END
+            """
+    }
+
     /// The one record a write statement returned.
     static func single(_ rows: PostgresRows) throws -> Record {
         guard let row = rows.first else {

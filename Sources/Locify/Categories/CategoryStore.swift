@@ -7,6 +7,7 @@ import Primitives
 /// `Accounts.write`, whose change stamp they put on every row they touch.
 enum CategoryStore: RecordTable {
     typealias Draft = CategoryDraft
+    typealias Clock = FieldLastWriteWins<CategoryField>.Clock
 
     /// Every statement's record columns, `Category.columns` under the alias `c`.
     static let columns = Category.columns("c")
@@ -69,7 +70,7 @@ enum CategoryStore: RecordTable {
     }
 
     /// Records where a deleted category's locations are shown: `target` for a reassign delete,
-    /// nowhere (nil) for a cascade. A category that comes back forgets it (`overwriteQuery`).
+    /// nowhere (nil) for a cascade. A category that comes back forgets it (`update`).
     static func setReassignTarget(_ connection: PostgresConnection, userID: String, id: UUID, target: UUID?) throws {
         try connection.query("UPDATE categories SET reassigned_to = \(target) WHERE user_id = \(userID) AND id = \(id)")
     }
@@ -97,19 +98,30 @@ enum CategoryStore: RecordTable {
         """
     }
 
-    static func overwriteQuery(userID: String, _ draft: CategoryDraft, _ placement: Void, at: Timestamp, stamp: Int64) -> PostgresQuery {
-        """
-        UPDATE categories c SET name = \(draft.name), name_key = \(TextRules.sortKey(draft.name)), icon = \(draft.icon),
-               version = version + 1, updated_at = \(at), deleted_at = NULL, reassigned_to = NULL, change_seq = \(stamp),
-               changed_at = clock_timestamp()
-        WHERE c.user_id = \(userID) AND c.id = \(draft.id)
-        RETURNING \(unsafeSQL: columns.sql)
-        """
+    static func update(
+        _ connection: PostgresConnection, userID: String, _ patch: CategoryPatch, setting: Set<CategoryField>, clock: Clock,
+        over stored: Category, stamp: Int64
+    ) throws -> Category {
+        let (setsName, setsIcon, isLive) = (setting.contains(.name), setting.contains(.icon), !clock.isDeleted)
+        // A category that comes back (or stays live) forgets where a delete showed its locations.
+        return try single(
+            connection.query(
+                """
+                UPDATE categories c SET
+                       name = CASE WHEN \(setsName) THEN \(patch.name) ELSE c.name END,
+                       name_key = CASE WHEN \(setsName) THEN \(patch.name.map(TextRules.sortKey)) ELSE c.name_key END,
+                       icon = CASE WHEN \(setsIcon) THEN \(patch.icon) ELSE c.icon END,
+                       reassigned_to = CASE WHEN \(isLive) THEN NULL ELSE c.reassigned_to END,
+                       \(clockAssignments("c", clock, deletedAt: clock.deletedAt, stamp: stamp))
+                WHERE c.user_id = \(userID) AND c.id = \(patch.id)
+                RETURNING \(unsafeSQL: columns.sql)
+                """))
     }
 
-    static func tombstoneQuery(userID: String, id: UUID, at: Timestamp, stamp: Int64) -> PostgresQuery {
+    static func tombstoneQuery(userID: String, id: UUID, clock: Clock, stamp: Int64) -> PostgresQuery {
         """
-        UPDATE categories c SET deleted_at = \(at), updated_at = \(at), version = version + 1,
+        UPDATE categories c SET deleted_at = \(clock.deletedAt), updated_at = \(clock.updatedAt),
+               field_stamps = \(clock.storedStamps), version = version + 1,
                change_seq = \(stamp), changed_at = clock_timestamp()
         WHERE c.user_id = \(userID) AND c.id = \(id)
         RETURNING \(unsafeSQL: columns.sql)

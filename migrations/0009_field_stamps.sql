@@ -1,0 +1,21 @@
+-- Last write wins field by field (issue 36; openapi.yaml, "Writes in any order").
+--
+-- Each field of a record keeps the `updated_at` of the write that set it, so two devices that
+-- edit different fields of one record both keep their edits. The stamps are one fixed-order
+-- array of milliseconds since the epoch per row (`LocifyRules`' `CategoryField` and
+-- `LocationField`: the index of a field is its `rawValue`; a new field is appended, none is ever
+-- renumbered), read with the row a write reads and written by the one statement that applies the
+-- write: no second row version, no JSON.
+--
+--   categories: name, icon
+--   locations:  category_id, name, address, description, coordinates (latitude and longitude),
+--               is_favorite, image_urls
+--
+-- A record's `updated_at` is its newest field's stamp (its tombstone's time while deleted).
+-- NULL means every field stands at the row's `updated_at`: what every row written before this
+-- migration holds (each was written whole), and what a write stores whenever it leaves every field
+-- at one time (a create, a whole write that sets every field), so those cost no array
+-- (`FieldLastWriteWins.Clock(stampsOf:updatedAt:deletedAt:)` reads it, `storedStamps` writes it).
+-- Adding the column rewrites no row.
+ALTER TABLE categories ADD COLUMN field_stamps bigint[];
+ALTER TABLE locations ADD COLUMN field_stamps bigint[];

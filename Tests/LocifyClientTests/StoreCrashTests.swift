@@ -6,7 +6,7 @@ import TestSupport
 import TestSupportServer
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// How many times the crash test kills its child (`LOCIFY_CLIENT_CRASH_KILLS`, default 100;
@@ -27,7 +27,9 @@ enum CrashSettings {
 struct StoreCrashTests {
     static func childPath() throws -> String {
         let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let candidates = [folder.appendingPathComponent("LocifyClientCrashChild").path, ProjectPaths.root.appendingPathComponent(".build/debug/LocifyClientCrashChild").path]
+        let candidates = [
+            folder.appendingPathComponent("LocifyClientCrashChild").path, ProjectPaths.root.appendingPathComponent(".build/debug/LocifyClientCrashChild").path,
+        ]
         guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw SQLiteStoreCrashError(description: "no LocifyClientCrashChild at \(candidates): build it first (swift build)")
         }
@@ -74,7 +76,9 @@ struct StoreCrashTests {
                 try await run.expectFinalStateEqualsModel()
             }
         }
-        print("client-crash: kills \(kills) histories \(histories) outbox entries at reopen: max \(outboxSizes.max() ?? 0), mean \(outboxSizes.reduce(0, +) / max(outboxSizes.count, 1))")
+        print(
+            "client-crash: kills \(kills) histories \(histories) outbox entries at reopen: max \(outboxSizes.max() ?? 0), mean \(outboxSizes.reduce(0, +) / max(outboxSizes.count, 1))"
+        )
     }
 
     /// The store as a crash left it: SQLite's integrity check passes, every place's category is
@@ -98,10 +102,11 @@ struct StoreCrashTests {
         for record in locations.values where record.version == 0 {
             #expect(pending.contains(record.id), "round \(round): \(record.name), never acknowledged, is in the outbox")
         }
-        let deletedCategories = Set(outbox.compactMap { entry -> UUID? in
-            if case .deleteCategory(let delete) = entry.change { return delete.id }
-            return nil
-        })
+        let deletedCategories = Set(
+            outbox.compactMap { entry -> UUID? in
+                if case .deleteCategory(let delete) = entry.change { return delete.id }
+                return nil
+            })
         var last: [UUID: OutboxEntry] = [:]
         for entry in outbox { last[entry.change.recordID] = entry }
         for entry in last.values {
@@ -115,6 +120,13 @@ struct StoreCrashTests {
             case .createLocation(let write), .updateLocation(let write):
                 if deletedCategories.contains(write.categoryID) { continue }  // removed or moved by the pending delete
                 #expect(locations[write.id]?.name == write.name, "round \(round): location \(write.name) is as its pending change says")
+            case .patchCategory(let patch) where patch.fields.contains(.name):
+                #expect(categories[patch.id]?.name == patch.values.name, "round \(round): category \(patch.values.name) is as its pending patch says")
+            case .patchLocation(let patch) where patch.fields.contains(.name):
+                if let location = locations[patch.id], deletedCategories.contains(location.categoryID) { continue }
+                #expect(locations[patch.id]?.name == patch.values.name, "round \(round): location \(patch.values.name) is as its pending patch says")
+            case .patchCategory, .patchLocation:
+                continue
             }
         }
         return outbox.count

@@ -258,7 +258,8 @@ struct WriteHistoryOracle {
             switch record {
             case .category(let category):
                 let write = CategoryWrite(id: category.id, name: category.name, icon: category.icon, updatedAt: category.updatedAt)
-                own[key] = .category(name: category.name, icon: category.icon, at: at, by: WriteRef(sequence: -1, device: "server", change: .createCategory(write)))
+                own[key] = .category(
+                    name: category.name, icon: category.icon, at: at, by: WriteRef(sequence: -1, device: "server", change: .createCategory(write)))
             case .location(let location):
                 let write = LocationWrite(
                     id: location.id, categoryID: location.categoryID, name: location.name, address: location.address,
@@ -386,6 +387,8 @@ struct WriteHistoryOracle {
                 own[key] = .deleted(at: at, reassignTo: delete.reassignCategoryID, by: write)
             case .deleteLocation:
                 own[key] = .deleted(at: at, reassignTo: nil, by: write)
+            case .patchCategory, .patchLocation:
+                break
             }
         }
         // The answer's record is the server's state of the record after the change (applied) or

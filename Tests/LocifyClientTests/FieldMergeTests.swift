@@ -1,0 +1,225 @@
+import Foundation
+import GRDB
+import LocifyRules
+import Testing
+
+@testable import LocifyClient
+
+/// Issue 36 on the device, without a server: edits are queued as patches of the fields they
+/// change, consecutive ones coalesce field by field, what the device shows is the pulled record
+/// with its pending patches decided on top by `FieldLastWriteWins`, and the store keeps each
+/// record's field clock (migrated from older stores).
+@Suite("LocifyClient field-level last write wins on the device (issue 36)")
+struct FieldMergeTests {
+    static let t0 = Date(locifyMilliseconds: 1_700_000_000_000)
+    let categoryID = UUID()
+
+    /// A place as a pull brought it (version 1, every field written at `t0`).
+    func pulledPlace() -> Location {
+        Location(
+            id: UUID(), userID: "u", categoryID: categoryID, name: "Flore", address: "172 Bd Saint-Germain", latitude: 48.854,
+            longitude: 2.3326, version: 1, createdAt: Self.t0, updatedAt: Self.t0)
+    }
+
+    /// A store holding `place` and its category as pulled.
+    func store(holding place: Location) -> InMemoryStore {
+        let category = Category(id: categoryID, userID: "u", name: "Cafés", version: 1, createdAt: Self.t0, updatedAt: Self.t0)
+        return InMemoryStore(LocalSnapshot(categories: [categoryID: category], locations: [place.id: place]))
+    }
+
+    /// An engine on a store holding `place` and its category as pulled, its clock at `now`.
+    func engine(holding place: Location, now: Date) -> SyncEngine {
+        SyncEngine(api: unreachableAPI(), store: store(holding: place), clock: { now })
+    }
+
+    @Test("an edit form's save queues a patch of the fields the user changed; a whole draft patches every field")
+    func editsArePatches() async throws {
+        let place = pulledPlace()
+        let engine = engine(holding: place, now: Self.t0.addingTimeInterval(60))
+        var form = LocationDraft(editing: place)
+        form.name = "Café de Flore"
+        form.isFavorite = true
+        try await engine.saveLocation(form)
+        var pending = try await engine.pendingChanges()
+        guard case .patchLocation(let patch) = try #require(pending.last).change else {
+            Issue.record("not a patch: \(pending)")
+            return
+        }
+        #expect(pending.count == 1 && patch.fields == [.name, .isFavorite])
+        let body = String(decoding: try JSONCoding.encoder.encode(pending[0].change), as: UTF8.self)
+        #expect(body.contains(#""action":"patch""#) && body.contains(#""name":"Café de Flore""#) && body.contains(#""is_favorite":true"#))
+        #expect(!body.contains("address") && !body.contains("latitude") && !body.contains("category_id"), "only the changed fields: \(body)")
+        // The outbox keeps the patch as sent, through its JSON.
+        #expect(try JSONCoding.decoder.decode(PushChange.self, from: Data(body.utf8)) == pending[0].change)
+        // A form saved without a change queues nothing.
+        try await engine.saveLocation(LocationDraft(editing: try #require(await engine.location(id: place.id))))
+        #expect(try await engine.pendingChanges().count == 1)
+        // A draft of the whole record (no base) writes every field.
+        var whole = LocationDraft(try #require(await engine.location(id: place.id)))
+        whole.address = nil
+        try await engine.saveLocation(whole)
+        pending = try await engine.pendingChanges()
+        #expect(pending.count == 1, "the earlier patch's fields are all set again: it goes")
+        guard case .patchLocation(let all) = pending.last?.change else { return }
+        #expect(all.fields == Set(LocationField.allCases))
+        let cleared = String(decoding: try JSONCoding.encoder.encode(pending[0].change), as: UTF8.self)
+        #expect(cleared.contains(#""address":null"#), "null clears: \(cleared)")
+    }
+
+    @Test("consecutive edits coalesce field by field: each field keeps the time of its last edit")
+    func coalescing() async throws {
+        let place = pulledPlace()
+        var now = Self.t0.addingTimeInterval(60)
+        let clock = MovableClock(now)
+        let engine = SyncEngine(api: unreachableAPI(), store: store(holding: place), clock: { clock.now })
+        var form = LocationDraft(editing: place)
+        form.name = "A"
+        try await engine.saveLocation(form)
+        now.addTimeInterval(1)
+        clock.now = now
+        form = LocationDraft(editing: try #require(await engine.location(id: place.id)))
+        form.isFavorite = true
+        try await engine.saveLocation(form)
+        now.addTimeInterval(1)
+        clock.now = now
+        form = LocationDraft(editing: try #require(await engine.location(id: place.id)))
+        form.name = "B"
+        try await engine.saveLocation(form)
+        let pending = try await engine.pendingChanges().map(\.change)
+        guard pending.count == 2, case .patchLocation(let favourite) = pending[0], case .patchLocation(let rename) = pending[1] else {
+            Issue.record("two patches expected: \(pending)")
+            return
+        }
+        #expect(favourite.fields == [.isFavorite] && favourite.updatedAt == Self.t0.addingTimeInterval(61))
+        #expect(rename.fields == [.name] && rename.values.name == "B" && rename.updatedAt == Self.t0.addingTimeInterval(62))
+        // A place made offline and not yet sent takes later edits into its create.
+        let made = try await engine.saveLocation(LocationDraft(categoryID: categoryID, name: "New", latitude: 1, longitude: 2))
+        var edit = LocationDraft(editing: made)
+        edit.name = "New, renamed"
+        try await engine.saveLocation(edit)
+        guard case .createLocation(let create) = try await engine.pendingChanges().last?.change else {
+            Issue.record("the create stays a create")
+            return
+        }
+        #expect(try await engine.pendingChanges().count == 3 && create.name == "New, renamed")
+    }
+
+    @Test("a pending rename and a pulled newer favourite both show; a pulled newer value of the renamed field wins, as on the server")
+    func pendingPatchOverPulledRecord() async throws {
+        let place = pulledPlace()
+        let renamedAt = Self.t0.addingTimeInterval(60)
+        let store = store(holding: place)
+        let engine = SyncEngine(api: unreachableAPI(), store: store, clock: { renamedAt })
+        var form = LocationDraft(editing: place)
+        form.name = "Café de Flore"
+        try await engine.saveLocation(form)
+        // Another device favourited the place after the rename (offline here): the feed brings it.
+        let favouritedAt = Self.t0.addingTimeInterval(120)
+        try await engine.takeIn(feed(place, isFavorite: true, stamps: ["is_favorite": favouritedAt], updatedAt: favouritedAt))
+        var shown = try #require(await engine.location(id: place.id))
+        #expect(shown.name == "Café de Flore" && shown.isFavorite, "both edits show")
+        #expect(shown.updatedAt == favouritedAt)
+        #expect(try await engine.pendingChanges().count == 1, "the rename is still to push")
+        // The field clock the store keeps: the favourite's, the rename's, the others' as pulled.
+        let stamps = try #require(try store.fieldStamps(of: .location, id: place.id))
+        #expect(stamps[LocationField.isFavorite.rawValue] == favouritedAt.locifyMilliseconds)
+        #expect(stamps[LocationField.name.rawValue] == renamedAt.locifyMilliseconds)
+        #expect(stamps[LocationField.address.rawValue] == Self.t0.locifyMilliseconds)
+        // A newer rename from elsewhere wins over the pending one, as the server will decide.
+        let renamedElsewhereAt = Self.t0.addingTimeInterval(180)
+        try await engine.takeIn(
+            feed(
+                place, name: "Flore (elsewhere)", isFavorite: true, stamps: ["is_favorite": favouritedAt, "name": renamedElsewhereAt],
+                updatedAt: renamedElsewhereAt))
+        shown = try #require(await engine.location(id: place.id))
+        #expect(shown.name == "Flore (elsewhere)" && shown.isFavorite)
+    }
+
+    @Test("a pending favourite survives a pulled newer rename; a server without field stamps counts every field at updated_at")
+    func pendingFavouriteOverPulledRename() async throws {
+        let place = pulledPlace()
+        let engine = engine(holding: place, now: Self.t0.addingTimeInterval(60))
+        var form = LocationDraft(editing: place)
+        form.isFavorite = true
+        try await engine.saveLocation(form)
+        let renamedAt = Self.t0.addingTimeInterval(120)
+        try await engine.takeIn(feed(place, name: "Café de Flore", stamps: ["name": renamedAt], updatedAt: renamedAt))
+        #expect(try await engine.location(id: place.id).map { ($0.name, $0.isFavorite) } ?? ("", false) == ("Café de Flore", true))
+        // An older server: no field_updated_at, so the whole record is as new as its updated_at.
+        try await engine.takeIn(feed(place, name: "Café de Flore", stamps: nil, updatedAt: renamedAt))
+        #expect(try await engine.location(id: place.id)?.isFavorite == false, "the pending favourite is older than the record")
+    }
+
+    @Test("an existing SQLite store migrates: each field of each row stamped at its updated_at; stamps round-trip")
+    func sqliteMigration() throws {
+        let file = TemporaryStoreFile()
+        defer { file.remove() }
+        let place = pulledPlace()
+        do {
+            let queue = try DatabaseQueue(path: file.url.path)
+            try SQLiteStore.migrator.migrate(queue, upTo: "v3 refused changes")
+            try queue.write { db in
+                try db.execute(
+                    sql:
+                        "INSERT INTO category (id, user_id, name, icon, is_default, version, created_at, updated_at) VALUES (?, 'u', 'Cafés', NULL, 0, 1, ?, ?)",
+                    arguments: [categoryID.lowercased, 5, 7])
+                try db.execute(
+                    sql: """
+                        INSERT INTO location (id, user_id, category_id, name, address, description, latitude, longitude, is_favorite,
+                            image_urls, version, created_at, updated_at) VALUES (?, 'u', ?, 'Flore', NULL, NULL, 1, 2, 0, '', 1, ?, ?)
+                        """,
+                    arguments: [place.id.lowercased, categoryID.lowercased, 5, 9])
+            }
+        }
+        let store = try file.open()
+        #expect(try store.fieldStamps(of: .category, id: categoryID) == [7, 7])
+        #expect(try store.fieldStamps(of: .location, id: place.id) == Array(repeating: 9, count: 7))
+        #expect(try store.location(id: place.id)?.name == "Flore")
+        var changes = LocalChanges()
+        changes.upsertedLocations = [place]
+        changes.locationFieldStamps[place.id] = [1, 2, 3, 4, 5, 6, 7]
+        try store.commit(changes)
+        #expect(try store.fieldStamps(of: .location, id: place.id) == [1, 2, 3, 4, 5, 6, 7])
+    }
+
+    /// A feed page holding `place` with these changes and field stamps (nil: none sent).
+    func feed(
+        _ place: Location, name: String? = nil, isFavorite: Bool = false, stamps: [String: Date]?, updatedAt: Date
+    ) -> String {
+        var all: [String: String] = [:]
+        for field in LocationField.allCases { all[Location.feedKey(field)] = Self.t0.rfc3339 }
+        for (key, date) in stamps ?? [:] { all[key] = date.rfc3339 }
+        let fieldStamps = stamps == nil ? "" : #", "field_updated_at": {"# + all.map { #""\#($0.key)": "\#($0.value)""# }.joined(separator: ", ") + "}"
+        return """
+            {"changes": [{"type": "location", "action": "upsert", "id": "\(place.id.lowercased)", "data": {
+              "id": "\(place.id.lowercased)", "user_id": "u", "category_id": "\(categoryID.lowercased)", "name": "\(name ?? place.name)",
+              "address": "\(place.address ?? "")", "latitude": \(place.latitude), "longitude": \(place.longitude),
+              "is_favorite": \(isFavorite), "image_urls": [], "version": 2,
+              "created_at": "\(Self.t0.rfc3339)", "updated_at": "\(updatedAt.rfc3339)"}\(fieldStamps)}],
+             "cursor": "c", "has_more": false}
+            """
+    }
+}
+
+/// A device clock the test moves.
+private final class MovableClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Date
+    init(_ now: Date) { value = now }
+    var now: Date {
+        get { lock.withLock { value } }
+        set { lock.withLock { value = newValue } }
+    }
+}
+
+extension SyncEngine {
+    /// Takes in one feed page (JSON) as a pull stores it.
+    func takeIn(_ page: String) throws {
+        let page = try JSONCoding.decoder.decode(FeedPage.self, from: Data(page.utf8))
+        var transaction = try begin()
+        for (index, change) in page.changes.enumerated() {
+            if case .upsert(let state) = change { try transaction.adopt(state, fieldUpdatedAt: page.fieldUpdatedAt(ofChange: index)) }
+        }
+        try commit(&transaction)
+    }
+}

@@ -2,6 +2,8 @@ import Foundation
 import GRDB
 import LocifyRules
 import Testing
+import TestSupport
+import TestSupportServer
 
 @testable import LocifyClient
 
@@ -221,5 +223,87 @@ extension SyncEngine {
             if case .upsert(let state) = change { try transaction.adopt(state, fieldUpdatedAt: page.fieldUpdatedAt(ofChange: index)) }
         }
         try commit(&transaction)
+    }
+}
+
+/// Issue 36 end to end: two devices that edit different fields of one record offline both keep
+/// their edits, on both devices and on the server; a patch that sets nothing is a conflict
+/// reported as before.
+@Suite("LocifyClient field-level last write wins across devices against the real server (issue 36)")
+struct FieldMergeDeviceTests {
+    @Test("the phone renames a place offline, the tablet marks it a favourite offline, both sync: both edits stay everywhere")
+    func renameAndFavouriteBothStay() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let file = TemporaryStoreFile()
+        defer { file.remove() }
+        let phone = await Device.make(harness, "phone", store: try file.open())
+        let tablet = await Device.make(harness, "tablet")
+        defer { phone.done(); tablet.done() }
+        let cafes = try await phone.engine.saveCategory(name: "Cafés")
+        let place = try await phone.engine.saveLocation(
+            LocationDraft(categoryID: cafes.id, name: "Flore", address: "172 Bd Saint-Germain", latitude: 48.854, longitude: 2.3326))
+        try await phone.engine.sync()
+        try await tablet.engine.sync()
+        // Both offline: the phone renames the place and the category, the tablet favourites the
+        // place and gives the category an icon.
+        var rename = LocationDraft(editing: try #require(await phone.engine.location(id: place.id)))
+        rename.name = "Café de Flore"
+        try await phone.engine.saveLocation(rename)
+        try await phone.engine.saveCategory(id: cafes.id, name: "Cafés de Paris")
+        var favourite = LocationDraft(editing: try #require(await tablet.engine.location(id: place.id)))
+        favourite.isFavorite = true
+        try await tablet.engine.saveLocation(favourite)
+        try await tablet.engine.saveCategory(id: cafes.id, name: "Cafés", icon: "https://example.com/cup.png")
+        // Both sync, the phone first; then the phone pulls what the tablet pushed.
+        let phoneReport = try await phone.engine.sync()
+        let tabletReport = try await tablet.engine.sync()
+        try await phone.engine.sync()
+        #expect(phoneReport.conflicts == 0 && tabletReport.conflicts == 0, "each patch sets its own field")
+        let api = harness.api()
+        let onServer = try await api.location(id: place.id)
+        #expect(onServer.name == "Café de Flore" && onServer.isFavorite && onServer.address == "172 Bd Saint-Germain")
+        let category = try await api.category(id: cafes.id)
+        #expect(category.name == "Cafés de Paris" && category.icon == "https://example.com/cup.png")
+        for device in [phone, tablet] {
+            #expect(try await device.engine.location(id: place.id) == onServer, "\(device.name) shows both edits")
+            #expect(try await device.engine.category(id: cafes.id).map { ($0.name, $0.icon) } ?? ("", nil) == (category.name, category.icon))
+        }
+        try await expectConverged([phone, tablet], api)
+        // The phone's store reopened from disk keeps the field clock the feed sent.
+        let stamps = try #require(try file.open().fieldStamps(of: .location, id: place.id))
+        #expect(stamps[LocationField.isFavorite.rawValue] > stamps[LocationField.address.rawValue])
+    }
+
+    @Test("a patch every field of which is newer on the server is a conflict: reported, the server's value shown, nothing left pending")
+    func patchThatSetsNothingIsAConflict() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let harness = ClientHarness(server)
+        let phone = await Device.make(harness, "phone"), tablet = await Device.make(harness, "tablet")
+        defer { phone.done(); tablet.done() }
+        let cafes = try await phone.engine.saveCategory(name: "Cafés")
+        let place = try await phone.engine.saveLocation(LocationDraft(categoryID: cafes.id, name: "Flore", latitude: 1, longitude: 2))
+        try await phone.engine.sync()
+        try await tablet.engine.sync()
+        var older = LocationDraft(editing: try #require(await phone.engine.location(id: place.id)))
+        older.name = "Older rename"
+        try await phone.engine.saveLocation(older)
+        try await Task.sleep(for: .milliseconds(5))
+        var newer = LocationDraft(editing: try #require(await tablet.engine.location(id: place.id)))
+        newer.name = "Newer rename"
+        try await tablet.engine.saveLocation(newer)
+        try await tablet.engine.sync()
+        let report = try await phone.engine.sync()
+        #expect(report.conflicts == 1 && report.rejected == 0)
+        #expect(
+            await phone.events.contains { event in
+                if case .conflictResolved(.location(let record)) = event { return record.name == "Newer rename" }
+                return false
+            })
+        #expect(try await phone.engine.location(id: place.id)?.name == "Newer rename")
+        #expect(try await phone.engine.pendingChanges().isEmpty)
+        #expect(try await phone.engine.refusedChanges().isEmpty)
     }
 }

@@ -106,6 +106,20 @@ enum FuzzRequestDecoding {
             precondition((-90.0...90.0).contains(draft.latitude) && (-180.0...180.0).contains(draft.longitude), "coordinates")
             draft.imageURLs.forEach(checkURL)
             [draft.createdAt, draft.updatedAt].compactMap { $0 }.forEach(checkTimestamp)
+        case .patchCategory(let patch):
+            precondition(!patch.fields.isEmpty, "a patch without a field")
+            patch.name.map(checkName)
+            patch.icon.map(checkURL)
+            patch.updatedAt.map(checkTimestamp)
+        case .patchLocation(let patch):
+            precondition(!patch.fields.isEmpty, "a patch without a field")
+            precondition((patch.latitude == nil) == (patch.longitude == nil), "one coordinate alone")
+            patch.name.map(checkName)
+            if let latitude = patch.latitude, let longitude = patch.longitude {
+                precondition((-90.0...90.0).contains(latitude) && (-180.0...180.0).contains(longitude), "coordinates")
+            }
+            patch.imageURLs?.forEach(checkURL)
+            patch.updatedAt.map(checkTimestamp)
         case .deleteCategory(_, let options), .deleteLocation(_, let options):
             if let updatedAt = options.updatedAt { checkTimestamp(updatedAt) }
         }

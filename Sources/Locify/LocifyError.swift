@@ -50,6 +50,9 @@ public enum LocifyError: Error, Sendable, Equatable {
         .invalidInput(FieldIssue(field: field, message: message))
     }
 
+    /// E001: a patch that carries no field (openapi.yaml, `PATCH`).
+    package static var emptyPatch: LocifyError { .invalid("body", "must carry at least one field to change") }
+
     /// The domain error of a shared rule's refusal (same code, field and message).
     public init(_ violation: RuleViolation) {
         switch violation {

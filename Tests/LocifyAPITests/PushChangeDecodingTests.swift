@@ -43,7 +43,7 @@ struct PushChangeDecodingTests {
     func envelope() throws {
         #expect(try change(#""x""#) == PushedChange(type: nil, id: nil, change: .failure(.invalid("changes", "every change must be an object"))))
         #expect(try change(#"{"type":"tag","action":"erase","data":5}"#).change == .failure(.invalid("type", "must be category or location")))
-        #expect(try change(#"{"type":"location","action":"erase","data":5}"#).change == .failure(.invalid("action", "must be create, update or delete")))
+        #expect(try change(#"{"type":"location","action":"erase","data":5}"#).change == .failure(.invalid("action", "must be create, update, patch or delete")))
         #expect(try change(#"{"type":"location","action":"create","data":5}"#).change == .failure(.invalid("data", "must be an object")))
         #expect(try change(#"{"type":"location","action":"create"}"#).change == .failure(.missingField("data")))
         let notUUID = try change(#"{"type":7,"action":"delete","data":{"id":"Not-A-UUID"}}"#)

@@ -24,7 +24,7 @@ struct StoredRecordTests {
     func categoryColumns() {
         #expect(
             Category.columns("c").sql
-                == "c.id, c.name, c.icon, c.location_count, c.version, c.created_at, c.updated_at, c.deleted_at")
+                == "c.id, c.name, c.icon, c.location_count, c.version, c.created_at, c.updated_at, c.deleted_at, c.field_stamps")
     }
 
     @Test("a location's columns are every column its row decoding reads, in order, under the alias")
@@ -32,7 +32,7 @@ struct StoredRecordTests {
         #expect(
             Location.columns("l").sql
                 == "l.id, l.category_id, l.name, l.address, l.description, l.latitude, l.longitude, l.is_favorite, "
-                + "l.image_urls, l.version, l.created_at, l.updated_at, l.deleted_at, l.own_category_id, l.hidden")
+                + "l.image_urls, l.version, l.created_at, l.updated_at, l.deleted_at, l.own_category_id, l.hidden, l.field_stamps")
     }
 
     @Test("composed column sets select one list after the other and count every column once")
@@ -40,11 +40,11 @@ struct StoredRecordTests {
         let listing = Category.columns("c").listing(total: "u.category_count")
         #expect(listing.sql == "u.category_count, " + Category.columns("c").sql)
         #expect(listing.width == 1 + Category.columns("c").width)
-        #expect(Category.columns("c").width == 8)
-        #expect(Location.columns("l").width == 15)
+        #expect(Category.columns("c").width == 9)
+        #expect(Location.columns("l").width == 16)
         let pair = ColumnSet<Int64>(expression: "r.change_seq").then(Location.columns("r").orNil)
         #expect(pair.sql.hasPrefix("r.change_seq, r.id, r.category_id"))
-        #expect(pair.width == 16)
+        #expect(pair.width == 17)
     }
 
     @Test("a live record's state is the record; a deleted one's is a tombstone of its kind, id and deletion time")
@@ -59,11 +59,17 @@ struct StoredRecordTests {
         #expect(deletedLocation.state == .tombstone(.location, id: id, deletedAt: at))
     }
 
-    @Test("the last-write-wins clock is the record's updated_at and whether it is deleted")
-    func clock() {
-        #expect(category.clock == LastWriteWins.Stored(updatedAt: at, isDeleted: false))
+    @Test("the field clock: the stored stamps, or every field at updated_at without them; a location hidden with its category is not deleted")
+    func fieldClock() {
+        #expect(category.fieldClock == FieldLastWriteWins<CategoryField>.Clock(writtenWhole: at))
+        var stamped = category
+        stamped.storedFieldStamps = [at.milliseconds - 5, at.milliseconds]
+        #expect(stamped.fieldClock[.name] == at.adding(milliseconds: -5))
+        #expect(stamped.fieldClock[.icon] == at)
         var deleted = location
         deleted.deletedAt = at
-        #expect(deleted.clock == LastWriteWins.Stored(updatedAt: at, isDeleted: true))
+        #expect(deleted.fieldClock == FieldLastWriteWins<LocationField>.Clock(writtenWhole: at, deletedAt: at))
+        deleted.isHiddenWithCategory = true
+        #expect(deleted.fieldClock == FieldLastWriteWins<LocationField>.Clock(writtenWhole: at))
     }
 }

@@ -20,6 +20,9 @@ public struct Category: Sendable, Equatable {
     public var updatedAt: Timestamp
     /// When it was deleted; nil for a live record.
     public var deletedAt: Timestamp?
+    /// Each field's stamp as stored (`field_stamps`, migrations/0009); nil for a record built in
+    /// code or a row written whole without it: every field then stands at `updatedAt`.
+    var storedFieldStamps: [Int64]?
 
     /// A category with every stored column.
     public init(
@@ -34,6 +37,12 @@ public struct Category: Sendable, Equatable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.deletedAt = deletedAt
+    }
+
+    /// Each field's stamp and the tombstone: what last write wins decides a write of it against
+    /// (`FieldLastWriteWins`), and what the change feed reports as `field_updated_at`.
+    public var fieldClock: FieldLastWriteWins<CategoryField>.Clock {
+        FieldLastWriteWins.Clock(stampsOf: storedFieldStamps, updatedAt: updatedAt, deletedAt: deletedAt)
     }
 
     /// True exactly for the four server-provisioned default ids (openapi.yaml).

@@ -3,7 +3,7 @@ import LocifyRules
 import Postgres
 import Primitives
 
-/// Categories: listing, reads, last-write-wins writes and deletes with reassign or cascade
+/// Categories: listing, reads, field-level last-write-wins writes and deletes with reassign or cascade
 /// (openapi.yaml). Every write is one transaction under the user's write lock.
 public struct CategoryService: Sendable {
     let accounts: Accounts
@@ -24,12 +24,18 @@ public struct CategoryService: Sendable {
 
     /// POST: creates the category, or upserts it under last-write-wins when the id exists.
     public func create(_ caller: Caller, _ draft: CategoryDraft) throws -> WriteOutcome<Category> {
-        try records.write(caller, draft, .create, afterWrite: comeBack(caller))
+        try records.write(caller, draft, creating: true, afterWrite: comeBack(caller))
     }
 
     /// PUT: replaces an existing category (or revives its tombstone when newer); unknown id E007.
     public func replace(_ caller: Caller, _ draft: CategoryDraft) throws -> WriteOutcome<Category> {
-        try records.write(caller, draft, .replace, afterWrite: comeBack(caller))
+        try records.write(caller, draft, creating: false, afterWrite: comeBack(caller))
+    }
+
+    /// PATCH: writes the fields the patch carries, each where it is newer than the stored one's
+    /// (or revives the tombstone when newer); unknown id E007.
+    public func patch(_ caller: Caller, _ patch: CategoryPatch) throws -> WriteOutcome<Category> {
+        try records.patch(caller, patch, afterWrite: comeBack(caller))
     }
 
     /// A category a newer write brings back brings back the locations placed in it, and those of

@@ -7,6 +7,7 @@ import Primitives
 /// `Accounts.write`, whose change stamp they put on every row they touch.
 enum CategoryStore: RecordTable {
     typealias Draft = CategoryDraft
+    typealias Clock = FieldLastWriteWins<CategoryField>.Clock
 
     /// Every statement's record columns, `Category.columns` under the alias `c`.
     static let columns = Category.columns("c")
@@ -69,7 +70,7 @@ enum CategoryStore: RecordTable {
     }
 
     /// Records where a deleted category's locations are shown: `target` for a reassign delete,
-    /// nowhere (nil) for a cascade. A category that comes back forgets it (`overwriteQuery`).
+    /// nowhere (nil) for a cascade. A category that comes back forgets it (`update`).
     static func setReassignTarget(_ connection: PostgresConnection, userID: String, id: UUID, target: UUID?) throws {
         try connection.query("UPDATE categories SET reassigned_to = \(target) WHERE user_id = \(userID) AND id = \(id)")
     }
@@ -78,9 +79,10 @@ enum CategoryStore: RecordTable {
         userID: String, _ draft: CategoryDraft, _ placement: Void, at: Timestamp, createdAt: Timestamp, stamp: Int64
     ) -> PostgresQuery {
         """
-        INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, change_seq, changed_at)
+        INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, field_stamps,
+                                     change_seq, changed_at)
         VALUES (\(userID), \(draft.id), \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.icon), 1,
-                \(createdAt), \(at), \(stamp), clock_timestamp())
+                \(createdAt), \(at), \(Clock.wholeStamps(at: at)), \(stamp), clock_timestamp())
         RETURNING \(unsafeSQL: columns.sql)
         """
     }
@@ -88,23 +90,37 @@ enum CategoryStore: RecordTable {
     static func insertIfNewQuery(_ caller: Caller, _ draft: CategoryDraft, at: Timestamp, createdAt: Timestamp) -> PostgresQuery {
         """
         WITH account AS (\(UserStore.nextStampIfAdmitted(caller)))
-        INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, change_seq, changed_at)
+        INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, field_stamps,
+                                     change_seq, changed_at)
         SELECT \(caller.userID), \(draft.id), \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.icon), 1,
-               \(createdAt), \(at), account.change_seq, clock_timestamp()
+               \(createdAt), \(at), \(Clock.wholeStamps(at: at)), account.change_seq, clock_timestamp()
         FROM account
         ON CONFLICT (user_id, id) DO NOTHING
         RETURNING \(unsafeSQL: columns.sql)
         """
     }
 
-    static func overwriteQuery(userID: String, _ draft: CategoryDraft, _ placement: Void, at: Timestamp, stamp: Int64) -> PostgresQuery {
-        """
-        UPDATE categories c SET name = \(draft.name), name_key = \(TextRules.sortKey(draft.name)), icon = \(draft.icon),
-               version = version + 1, updated_at = \(at), deleted_at = NULL, reassigned_to = NULL, change_seq = \(stamp),
-               changed_at = clock_timestamp()
-        WHERE c.user_id = \(userID) AND c.id = \(draft.id)
-        RETURNING \(unsafeSQL: columns.sql)
-        """
+    static func update(
+        _ connection: PostgresConnection, userID: String, _ patch: CategoryPatch, setting: Set<CategoryField>, clock: Clock,
+        over stored: Category, stamp: Int64
+    ) throws -> Category {
+        let (setsName, setsIcon, isLive) = (setting.contains(.name), setting.contains(.icon), !clock.isDeleted)
+        // A category that comes back (or stays live) forgets where a delete showed its locations.
+        return try single(
+            connection.query(
+                """
+                UPDATE categories c SET
+                       name = CASE WHEN \(setsName) THEN \(patch.name) ELSE c.name END,
+                       name_key = CASE WHEN \(setsName) THEN \(patch.name.map(TextRules.sortKey)) ELSE c.name_key END,
+                       icon = CASE WHEN \(setsIcon) THEN \(patch.icon) ELSE c.icon END,
+                       field_stamps = \(clock.milliseconds), updated_at = \(clock.updatedAt), deleted_at = \(clock.deletedAt),
+                       reassigned_to = CASE WHEN \(isLive) THEN NULL ELSE c.reassigned_to END,
+                       version = CASE WHEN \(isLive) THEN c.version + 1 ELSE c.version END,
+                       change_seq = CASE WHEN \(isLive) THEN \(stamp) ELSE c.change_seq END,
+                       changed_at = CASE WHEN \(isLive) THEN clock_timestamp() ELSE c.changed_at END
+                WHERE c.user_id = \(userID) AND c.id = \(patch.id)
+                RETURNING \(unsafeSQL: columns.sql)
+                """))
     }
 
     static func tombstoneQuery(userID: String, id: UUID, at: Timestamp, stamp: Int64) -> PostgresQuery {

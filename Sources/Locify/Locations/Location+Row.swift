@@ -2,6 +2,7 @@ import LocifyRules
 import Postgres
 
 extension Location: StoredRecord {
+    typealias Field = LocationField
     static let kind = RecordKind.location
 
     /// The location's columns of the table under `alias`, and their decoding.
@@ -9,7 +10,7 @@ extension Location: StoredRecord {
         ColumnSet(
             [
                 "id", "category_id", "name", "address", "description", "latitude", "longitude", "is_favorite", "image_urls",
-                "version", "created_at", "updated_at", "deleted_at", "own_category_id", "hidden",
+                "version", "created_at", "updated_at", "deleted_at", "own_category_id", "hidden", "field_stamps",
             ],
             alias: alias
         ) { column throws(PostgresError) in
@@ -20,14 +21,14 @@ extension Location: StoredRecord {
                 createdAt: try column.next(), updatedAt: try column.next(), deletedAt: try column.next())
             location.placedCategoryID = try column.next()
             location.isHiddenWithCategory = try column.next()
+            location.storedFieldStamps = keptFieldStamps(try column.next(), updatedAt: location.updatedAt)
             return location
         }
     }
 
     var liveState: RecordState { .location(self) }
-
-    /// Its own last write's clock: a location hidden with its category is not deleted itself.
-    var clock: LastWriteWins.Stored { .init(updatedAt: updatedAt, isDeleted: deletedAt != nil && !isHiddenWithCategory) }
 }
 
 extension LocationDraft: RecordDraft {}
+
+extension LocationPatch: RecordPatch {}

@@ -36,9 +36,20 @@ public struct Location: Sendable, Equatable {
     /// Whether it is shown deleted only because its category is deleted with a cascade (its own
     /// last write is not a delete; it comes back with the category).
     var isHiddenWithCategory = false
+    /// Each field's stamp as stored (`field_stamps`, migrations/0009); nil for a record built in
+    /// code or a row written whole without it: every field then stands at `updatedAt`.
+    var storedFieldStamps: [Int64]?
 
     /// The category the location's own last write named.
     var ownCategoryID: UUID { placedCategoryID ?? categoryID }
+
+    /// Each field's stamp and its own tombstone (none while it is only hidden with its category):
+    /// what last write wins decides a write of it against (`FieldLastWriteWins`), and what the
+    /// change feed reports as `field_updated_at`.
+    public var fieldClock: FieldLastWriteWins<LocationField>.Clock {
+        FieldLastWriteWins.Clock(
+            stampsOf: storedFieldStamps, updatedAt: updatedAt, deletedAt: isHiddenWithCategory ? nil : deletedAt)
+    }
 
     /// A location with every stored column.
     public init(

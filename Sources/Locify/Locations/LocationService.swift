@@ -3,7 +3,7 @@ import LocifyRules
 import Postgres
 import Primitives
 
-/// Locations: listing with filters and sorts, reads, last-write-wins writes and deletes
+/// Locations: listing with filters and sorts, reads, field-level last-write-wins writes and deletes
 /// (openapi.yaml). Every write is one transaction under the user's write lock.
 public struct LocationService: Sendable {
     let accounts: Accounts
@@ -68,12 +68,18 @@ public struct LocationService: Sendable {
     /// POST: creates the location, or upserts it under last-write-wins when the id exists. The
     /// category must be one the user has (E007 otherwise); see `shown`.
     public func create(_ caller: Caller, _ draft: LocationDraft) throws -> WriteOutcome<Location> {
-        try shown(records.write(caller, draft, .create))
+        try shown(records.write(caller, draft, creating: true))
     }
 
     /// PUT: replaces an existing location (or revives its tombstone when newer); unknown id E007.
     public func replace(_ caller: Caller, _ draft: LocationDraft) throws -> WriteOutcome<Location> {
-        try shown(records.write(caller, draft, .replace))
+        try shown(records.write(caller, draft, creating: false))
+    }
+
+    /// PATCH: writes the fields the patch carries, each where it is newer than the stored one's
+    /// (or revives the tombstone when newer); unknown id E007; see `shown`.
+    public func patch(_ caller: Caller, _ patch: LocationPatch) throws -> WriteOutcome<Location> {
+        try shown(records.patch(caller, patch))
     }
 
     /// The answer to a stored write: the location where its category shows it (the target of a

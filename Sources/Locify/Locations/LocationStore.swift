@@ -8,6 +8,7 @@ import Primitives
 enum LocationStore: RecordTable {
     typealias Draft = LocationDraft
     typealias Placement = CategoryGraph.Placement
+    typealias Clock = FieldLastWriteWins<LocationField>.Clock
 
     /// Every statement's record columns, `Location.columns` under the alias `l`.
     static let columns = Location.columns("l")
@@ -84,15 +85,21 @@ enum LocationStore: RecordTable {
     /// state says (`CategoryGraph`); E007 when the user never had that category. A write that keeps
     /// a live location in the category it is shown in reads no category: a live location's
     /// category is live, and the user's write lock keeps it so.
-    static func placement(
-        _ connection: PostgresConnection, userID: String, of draft: LocationDraft, stored: Location?
+    static func placement(_ connection: PostgresConnection, userID: String, of draft: LocationDraft) throws -> Placement {
+        try placement(connection, userID: userID, category: draft.categoryID, stored: nil)
+    }
+
+    /// Where a location whose `category_id` field is `category` is shown (`stored`: the record a
+    /// write changes, if any).
+    private static func placement(
+        _ connection: PostgresConnection, userID: String, category: UUID, stored: Location?
     ) throws -> Placement {
-        if let stored, stored.deletedAt == nil, stored.categoryID == draft.categoryID { return .shown(in: draft.categoryID) }
-        guard let isLive = try CategoryStore.isLive(connection, userID: userID, id: draft.categoryID) else {
+        if let stored, stored.deletedAt == nil, stored.categoryID == category { return .shown(in: category) }
+        guard let isLive = try CategoryStore.isLive(connection, userID: userID, id: category) else {
             throw LocifyError(.unknownCategory)
         }
-        if isLive { return .shown(in: draft.categoryID) }
-        guard let placement = try CategoryGraph.load(connection, userID: userID).placement(of: draft.categoryID) else {
+        if isLive { return .shown(in: category) }
+        guard let placement = try CategoryGraph.load(connection, userID: userID).placement(of: category) else {
             throw LocifyError(.unknownCategory)
         }
         return placement
@@ -104,12 +111,12 @@ enum LocationStore: RecordTable {
         """
         INSERT INTO locations AS l (user_id, id, category_id, own_category_id, hidden, name, name_key, address, description,
                                     search_text, latitude, longitude, is_favorite, image_urls, images_outside_folder,
-                                    version, created_at, updated_at, deleted_at, change_seq, changed_at)
+                                    version, created_at, updated_at, deleted_at, field_stamps, change_seq, changed_at)
         VALUES (\(userID), \(draft.id), \(placement.shownCategory(draft)), \(placement.ownCategory(draft)), \(placement == .hidden),
                 \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.address), \(draft.description), \(draft.searchText),
                 \(draft.latitude), \(draft.longitude), \(draft.isFavorite), \(draft.imageURLs),
-                \(imagesOutsideFolder(draft, userID: userID)), 1, \(createdAt), \(at),
-                \(placement == .hidden ? at : nil), \(stamp), clock_timestamp())
+                \(imagesOutsideFolder(draft.imageURLs, userID: userID, id: draft.id)), 1, \(createdAt), \(at),
+                \(placement == .hidden ? at : nil), \(Clock.wholeStamps(at: at)), \(stamp), clock_timestamp())
         RETURNING \(unsafeSQL: columns.sql)
         """
     }
@@ -121,35 +128,67 @@ enum LocationStore: RecordTable {
         WITH account AS (\(UserStore.nextStampIfAdmitted(caller)))
         INSERT INTO locations AS l (user_id, id, category_id, name, name_key, address, description, search_text,
                                     latitude, longitude, is_favorite, image_urls, images_outside_folder, version,
-                                    created_at, updated_at, change_seq, changed_at)
+                                    created_at, updated_at, field_stamps, change_seq, changed_at)
         SELECT \(caller.userID), \(draft.id), \(draft.categoryID), \(draft.name), \(TextRules.sortKey(draft.name)),
                \(draft.address), \(draft.description), \(draft.searchText), \(draft.latitude), \(draft.longitude),
-               \(draft.isFavorite), \(draft.imageURLs), \(imagesOutsideFolder(draft, userID: caller.userID)), 1,
-               \(createdAt), \(at), account.change_seq, clock_timestamp()
+               \(draft.isFavorite), \(draft.imageURLs), \(imagesOutsideFolder(draft.imageURLs, userID: caller.userID, id: draft.id)), 1,
+               \(createdAt), \(at), \(Clock.wholeStamps(at: at)), account.change_seq, clock_timestamp()
         FROM account
         ON CONFLICT (user_id, id) DO NOTHING
         RETURNING \(unsafeSQL: columns.sql)
         """
     }
 
-    /// The `images_outside_folder` of a row written from `draft` (migrations/0007).
-    private static func imagesOutsideFolder(_ draft: LocationDraft, userID: String) -> Bool {
-        StorageScope.imagesOutsideFolder(draft.imageURLs, userID: userID, id: draft.id)
+    /// The `images_outside_folder` of a row whose photos are `urls` (migrations/0007).
+    private static func imagesOutsideFolder(_ urls: [String], userID: String, id: UUID) -> Bool {
+        StorageScope.imagesOutsideFolder(urls, userID: userID, id: id)
     }
 
-    static func overwriteQuery(userID: String, _ draft: LocationDraft, _ placement: Placement, at: Timestamp, stamp: Int64) -> PostgresQuery {
-        """
-        UPDATE locations l SET category_id = \(placement.shownCategory(draft)), own_category_id = \(placement.ownCategory(draft)),
-               hidden = \(placement == .hidden), name = \(draft.name),
-               name_key = \(TextRules.sortKey(draft.name)), address = \(draft.address),
-               description = \(draft.description), search_text = \(draft.searchText),
-               latitude = \(draft.latitude), longitude = \(draft.longitude), is_favorite = \(draft.isFavorite),
-               image_urls = \(draft.imageURLs), images_outside_folder = \(imagesOutsideFolder(draft, userID: userID)),
-               version = version + 1, updated_at = \(at),
-               deleted_at = \(placement == .hidden ? at : nil), change_seq = \(stamp), changed_at = clock_timestamp()
-        WHERE l.user_id = \(userID) AND l.id = \(draft.id)
-        RETURNING \(unsafeSQL: columns.sql)
-        """
+    static func update(
+        _ connection: PostgresConnection, userID: String, _ patch: LocationPatch, setting: Set<LocationField>, clock: Clock,
+        over stored: Location, stamp: Int64
+    ) throws -> Location {
+        let sets = { (field: LocationField) in setting.contains(field) }
+        let ownCategory = sets(.categoryID) ? patch.categoryID ?? stored.ownCategoryID : stored.ownCategoryID
+        // Where it is shown follows the newest write of its category field: worked out again when
+        // that field is set or the record comes back (or is hidden with its category), else kept.
+        var (shownIn, placedIn, hidden, deletedAt) = (stored.categoryID, stored.placedCategoryID, false, clock.deletedAt)
+        if clock.isDeleted {
+            if sets(.categoryID) { (shownIn, placedIn) = (ownCategory, nil) }
+        } else if sets(.categoryID) || stored.deletedAt != nil {
+            let placement = try placement(connection, userID: userID, category: ownCategory, stored: stored)
+            (shownIn, placedIn, hidden) = (placement.shownCategory(ownCategory), placement.ownCategory(ownCategory), placement == .hidden)
+            if hidden { deletedAt = clock.updatedAt }
+        }
+        let setsText = sets(.name) || sets(.address) || sets(.description)
+        let searchText = ListingRules.searchText(
+            name: sets(.name) ? patch.name ?? stored.name : stored.name,
+            address: sets(.address) ? patch.address : stored.address,
+            description: sets(.description) ? patch.description : stored.description)
+        let imageURLs = patch.imageURLs ?? []
+        let isLive = !clock.isDeleted
+        return try single(
+            connection.query(
+                """
+                UPDATE locations l SET category_id = \(shownIn), own_category_id = \(placedIn), hidden = \(hidden),
+                       name = CASE WHEN \(sets(.name)) THEN \(patch.name) ELSE l.name END,
+                       name_key = CASE WHEN \(sets(.name)) THEN \(patch.name.map(TextRules.sortKey)) ELSE l.name_key END,
+                       address = CASE WHEN \(sets(.address)) THEN \(patch.address) ELSE l.address END,
+                       description = CASE WHEN \(sets(.description)) THEN \(patch.description) ELSE l.description END,
+                       search_text = CASE WHEN \(setsText) THEN \(searchText) ELSE l.search_text END,
+                       latitude = CASE WHEN \(sets(.coordinates)) THEN \(patch.latitude) ELSE l.latitude END,
+                       longitude = CASE WHEN \(sets(.coordinates)) THEN \(patch.longitude) ELSE l.longitude END,
+                       is_favorite = CASE WHEN \(sets(.isFavorite)) THEN \(patch.isFavorite) ELSE l.is_favorite END,
+                       image_urls = CASE WHEN \(sets(.imageURLs)) THEN \(imageURLs) ELSE l.image_urls END,
+                       images_outside_folder = CASE WHEN \(sets(.imageURLs))
+                           THEN \(imagesOutsideFolder(imageURLs, userID: userID, id: patch.id)) ELSE l.images_outside_folder END,
+                       field_stamps = \(clock.milliseconds), updated_at = \(clock.updatedAt), deleted_at = \(deletedAt),
+                       version = CASE WHEN \(isLive) THEN l.version + 1 ELSE l.version END,
+                       change_seq = CASE WHEN \(isLive) THEN \(stamp) ELSE l.change_seq END,
+                       changed_at = CASE WHEN \(isLive) THEN clock_timestamp() ELSE l.changed_at END
+                WHERE l.user_id = \(userID) AND l.id = \(patch.id)
+                RETURNING \(unsafeSQL: columns.sql)
+                """))
     }
 
     static func tombstoneQuery(userID: String, id: UUID, at: Timestamp, stamp: Int64) -> PostgresQuery {

@@ -3,11 +3,13 @@ import LocifyRules
 import Postgres
 import Primitives
 
-/// The reads and last-write-wins writes categories and locations share, over the SQL of one
-/// `RecordTable`. `CategoryService` and `LocationService` hold one each and add what only their
-/// table has (listing, a category delete's reassign or cascade).
+/// The reads and field-level last-write-wins writes categories and locations share, over the SQL
+/// of one `RecordTable`. `CategoryService` and `LocationService` hold one each and add what only
+/// their table has (listing, a category delete's reassign or cascade). Every write is decided by
+/// `FieldLastWriteWins` on the row read under the user's write lock, and stored by one statement.
 struct RecordService<Table: RecordTable>: Sendable {
     typealias Record = Table.Record
+    typealias Rule = FieldLastWriteWins<Record.Field>
 
     let accounts: Accounts
     var now: @Sendable () -> Timestamp { accounts.now }
@@ -20,47 +22,80 @@ struct RecordService<Table: RecordTable>: Sendable {
         return found
     }
 
-    /// A create (POST, upsert when the id exists) or replace (PUT) under last-write-wins.
+    /// A create (POST, upsert when the id exists) or replace (PUT): a write of every field.
     /// `afterWrite` runs when the write was stored over an existing record, in its transaction,
     /// with the record before and after.
     func write(
-        _ caller: Caller, _ draft: Table.Draft, _ intent: LastWriteWins.Intent,
+        _ caller: Caller, _ draft: Table.Draft, creating: Bool,
         afterWrite: (AccountTransaction, Record, Record) throws -> Void = { _, _, _ in }
     ) throws -> WriteOutcome<Record> {
-        if intent == .create, let created = try createFast(caller, draft) { return .created(created) }
+        if creating, let created = try createFast(caller, draft) { return .created(created) }
+        return try apply(caller, draft.patch, creating ? .create : .replace, inserting: draft, afterWrite: afterWrite)
+    }
+
+    /// A PATCH: a write of the fields the patch carries; E007 when the id was never created.
+    func patch(
+        _ caller: Caller, _ patch: Table.Patch, afterWrite: (AccountTransaction, Record, Record) throws -> Void = { _, _, _ in }
+    ) throws -> WriteOutcome<Record> {
+        try apply(caller, patch, .patch(patch.fields), inserting: nil, afterWrite: afterWrite)
+    }
+
+    /// What a write's transaction committed: an answer, or a 409 whose fields were kept under the
+    /// tombstone (answered once they are committed).
+    private enum Applied {
+        case answer(WriteOutcome<Record>)
+        case conflictKept(RecordState)
+    }
+
+    private func apply(
+        _ caller: Caller, _ patch: Table.Patch, _ intent: Rule.Intent, inserting draft: Table.Draft?,
+        afterWrite: (AccountTransaction, Record, Record) throws -> Void
+    ) throws -> WriteOutcome<Record> {
+        let applied: Applied
         do {
-            return try writeInTransaction(caller, draft, intent, afterWrite: afterWrite)
+            applied = try accounts.write(caller) { transaction in
+                let (connection, stamp) = (transaction.connection, transaction.stamp)
+                let stored = try Table.findForWrite(connection, userID: caller.userID, id: patch.id)
+                let now = self.now()
+                let decision = Rule.decide(
+                    intent, stored: stored?.fieldClock, requested: patch.updatedAt, now: now,
+                    sameValue: { field in stored.map { patch.hasSameValue(field, as: $0) } ?? false })
+                // A location's category must be one of the user's live categories: the schema's
+                // trigger checks it in the same statement (SQLSTATE LC001, E007 through `CategoryGuard`).
+                switch (decision.outcome, stored, decision.clock) {
+                case (.inserted, _, _):
+                    guard let draft else { throw LocifyError.notFound(Record.kind) }
+                    transaction.markChanged()
+                    return .answer(
+                        .created(
+                            try Table.insert(
+                                connection, userID: caller.userID, draft, at: decision.at, createdAt: min(draft.createdAt ?? decision.at, now),
+                                stamp: stamp)))
+                case (.updated, let stored?, let clock?):
+                    transaction.markChanged()
+                    let written = try Table.update(
+                        connection, userID: caller.userID, patch, setting: decision.setting, clock: clock, over: stored, stamp: stamp)
+                    try afterWrite(transaction, stored, written)
+                    return .answer(.updated(written))
+                case (.replayed, let stored?, _):
+                    return .answer(.unchanged(stored))
+                case (.conflict, let stored?, let clock?):
+                    // Fields older than the write but not newer than the tombstone are kept, hidden,
+                    // so a comeback shows each field's newest value whatever the arrival order.
+                    guard decision.changesRecord else { throw LocifyError.conflict(stored.state) }
+                    _ = try Table.update(
+                        connection, userID: caller.userID, patch, setting: decision.setting, clock: clock, over: stored, stamp: stamp)
+                    return .conflictKept(stored.state)
+                default:
+                    throw LocifyError.notFound(Record.kind)
+                }
+            }
         } catch {
             throw CategoryGuard.mapping(error)
         }
-    }
-
-    private func writeInTransaction(
-        _ caller: Caller, _ draft: Table.Draft, _ intent: LastWriteWins.Intent,
-        afterWrite: (AccountTransaction, Record, Record) throws -> Void
-    ) throws -> WriteOutcome<Record> {
-        try accounts.write(caller) { transaction in
-            let (connection, stamp) = (transaction.connection, transaction.stamp)
-            let stored = try Table.findForWrite(connection, userID: caller.userID, id: draft.id)
-            let now = self.now()
-            let decision = LastWriteWins.decide(
-                intent, stored: stored?.clock, requested: draft.updatedAt,
-                sameContent: stored.map(draft.hasSameContent) ?? false, now: now)
-            // A location's category must be one of the user's live categories: the schema's
-            // trigger checks it in the same statement (SQLSTATE LC001, E007 through `CategoryGuard`).
-            return try decision.applyWrite(
-                stored: stored,
-                insert: { at in
-                    transaction.markChanged()
-                    return try Table.insert(
-                        connection, userID: caller.userID, draft, at: at, createdAt: min(draft.createdAt ?? at, now), stamp: stamp)
-                },
-                overwrite: { stored, at in
-                    transaction.markChanged()
-                    let written = try Table.overwrite(connection, userID: caller.userID, draft, over: stored, at: at, stamp: stamp)
-                    try afterWrite(transaction, stored, written)
-                    return written
-                })
+        switch applied {
+        case .answer(let outcome): return outcome
+        case .conflictKept(let state): throw LocifyError.conflict(state)
         }
     }
 
@@ -69,8 +104,7 @@ struct RecordService<Table: RecordTable>: Sendable {
     /// every other case apart (a location's category that is not live, a revoked token included).
     private func createFast(_ caller: Caller, _ draft: Table.Draft) throws -> Record? {
         let now = self.now()
-        guard case .insert(let at) = LastWriteWins.decide(.create, stored: nil, requested: draft.updatedAt, sameContent: false, now: now)
-        else { return nil }
+        let at = Rule.decide(.create, stored: nil, requested: draft.updatedAt, now: now, sameValue: { _ in false }).at
         do {
             return try accounts.writeInOneStatement(caller) { connection in
                 try Table.insertIfNew(connection, caller, draft, at: at, createdAt: min(draft.createdAt ?? at, now))
@@ -92,14 +126,20 @@ struct RecordService<Table: RecordTable>: Sendable {
             return try accounts.write(caller) { transaction in
                 try check()
                 let (connection, stamp) = (transaction.connection, transaction.stamp)
-                let stored = try Table.findForWrite(connection, userID: caller.userID, id: id)
-                let decision = LastWriteWins.decide(
-                    .delete, stored: stored?.clock, requested: updatedAt, sameContent: false, now: now())
-                return try decision.applyDelete(stored: stored) { at in
+                guard let stored = try Table.findForWrite(connection, userID: caller.userID, id: id) else {
+                    throw LocifyError.notFound(Record.kind)
+                }
+                let decision = Rule.decide(.delete, stored: stored.fieldClock, requested: updatedAt, now: now(), sameValue: { _ in false })
+                switch decision.outcome {
+                case .deleted:
                     transaction.markChanged()
-                    let tombstone = try Table.tombstone(connection, userID: caller.userID, id: id, at: at, stamp: stamp)
-                    if let stored { try afterTombstone(transaction, stored, tombstone) }
+                    let tombstone = try Table.tombstone(connection, userID: caller.userID, id: id, at: decision.at, stamp: stamp)
+                    try afterTombstone(transaction, stored, tombstone)
                     return tombstone
+                case .conflict:
+                    throw LocifyError.conflict(stored.state)
+                default:
+                    return stored
                 }
             }
         } catch {

@@ -4,7 +4,7 @@ import Postgres
 import Primitives
 
 /// The SQL of one synced record table (`CategoryStore`, `LocationStore`): the statements of the
-/// reads and last-write-wins writes both tables share, each table with its own SQL text. Every
+/// reads and field-level last-write-wins writes both tables share, each table with its own SQL text. Every
 /// statement that returns the record selects `columns` (the record's declared column set). The
 /// functions of the extension run them; `RecordService` calls those.
 protocol RecordTable {
@@ -19,9 +19,9 @@ protocol RecordTable {
     /// The record's columns as every statement of the table selects them.
     static var columns: ColumnSet<Record> { get }
 
-    /// The placement of `draft`, read inside the write's transaction (`stored`: the record it
-    /// overwrites, if any); E007 when the draft refers to nothing the user has.
-    static func placement(_ connection: PostgresConnection, userID: String, of draft: Draft, stored: Record?) throws -> Placement
+    /// The placement of a new record written from `draft`, read inside the write's transaction;
+    /// E007 when the draft refers to nothing the user has.
+    static func placement(_ connection: PostgresConnection, userID: String, of draft: Draft) throws -> Placement
 
     /// The record or tombstone stored under `id`, if the user ever used that id.
     static func findQuery(userID: String, id: UUID) -> PostgresQuery
@@ -30,7 +30,8 @@ protocol RecordTable {
     /// whatever a pending cascade must settle for that write (`PendingCascades`).
     static func findForWrite(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Record?
 
-    /// Inserts the draft as a new record, version 1, stamped `stamp`; returns the record.
+    /// Inserts the draft as a new record, version 1, stamped `stamp`, every field at `at`; returns
+    /// the record.
     static func insertQuery(
         userID: String, _ draft: Draft, _ placement: Placement, at: Timestamp, createdAt: Timestamp, stamp: Int64
     ) -> PostgresQuery
@@ -40,8 +41,19 @@ protocol RecordTable {
     /// returns the record, or no row when it inserted nothing.
     static func insertIfNewQuery(_ caller: Caller, _ draft: Draft, at: Timestamp, createdAt: Timestamp) -> PostgresQuery
 
-    /// Replaces the editable fields (and revives a tombstone), version + 1; returns the record.
-    static func overwriteQuery(userID: String, _ draft: Draft, _ placement: Placement, at: Timestamp, stamp: Int64) -> PostgresQuery
+    /// The patch type of the table's writes.
+    typealias Patch = Draft.Patch
+
+    /// Stores a write decided over `stored` (`FieldLastWriteWins.Decision`) in one UPDATE: the
+    /// patch's values of the fields in `setting` (each column `CASE WHEN` it is set), and `clock`,
+    /// the record's clock after the write (`field_stamps`, `updated_at`, `deleted_at`, and where a
+    /// location is shown). When the record is live after it: version + 1 and `stamp`; else the
+    /// values are kept under the tombstone, which reads as before (same version and stamp).
+    /// Returns the record.
+    static func update(
+        _ connection: PostgresConnection, userID: String, _ patch: Patch, setting: Set<Record.Field>,
+        clock: FieldLastWriteWins<Record.Field>.Clock, over stored: Record, stamp: Int64
+    ) throws -> Record
 
     /// Turns the record into a tombstone deleted at `at`, version + 1; returns the tombstone.
     static func tombstoneQuery(userID: String, id: UUID, at: Timestamp, stamp: Int64) -> PostgresQuery
@@ -54,7 +66,7 @@ protocol RecordTable {
 /// `Accounts.write`, whose change stamp they put on every row they touch.
 extension RecordTable where Placement == Void {
     /// A category's writes need nothing besides the draft.
-    static func placement(_ connection: PostgresConnection, userID: String, of draft: Draft, stored: Record?) throws {}
+    static func placement(_ connection: PostgresConnection, userID: String, of draft: Draft) throws {}
 }
 
 extension RecordTable {
@@ -67,7 +79,7 @@ extension RecordTable {
     static func insert(
         _ connection: PostgresConnection, userID: String, _ draft: Draft, at: Timestamp, createdAt: Timestamp, stamp: Int64
     ) throws -> Record {
-        let placement = try placement(connection, userID: userID, of: draft, stored: nil)
+        let placement = try placement(connection, userID: userID, of: draft)
         return try single(
             connection.query(insertQuery(userID: userID, draft, placement, at: at, createdAt: createdAt, stamp: stamp)))
     }
@@ -79,14 +91,6 @@ extension RecordTable {
         try connection.query(insertIfNewQuery(caller, draft, at: at, createdAt: createdAt)).first.map(columns.decode)
     }
 
-    /// Replaces the editable fields (and revives a tombstone): version + 1.
-    static func overwrite(
-        _ connection: PostgresConnection, userID: String, _ draft: Draft, over stored: Record, at: Timestamp, stamp: Int64
-    ) throws -> Record {
-        let placement = try placement(connection, userID: userID, of: draft, stored: stored)
-        return try single(connection.query(overwriteQuery(userID: userID, draft, placement, at: at, stamp: stamp)))
-    }
-
     /// Turns the record into a tombstone deleted at `at`: version + 1.
     static func tombstone(_ connection: PostgresConnection, userID: String, id: UUID, at: Timestamp, stamp: Int64) throws -> Record {
         try single(connection.query(tombstoneQuery(userID: userID, id: id, at: at, stamp: stamp)))
@@ -95,7 +99,7 @@ extension RecordTable {
 
 extension RecordTable {
     /// The one record a write statement returned.
-    private static func single(_ rows: PostgresRows) throws -> Record {
+    static func single(_ rows: PostgresRows) throws -> Record {
         guard let row = rows.first else {
             throw PostgresError(kind: .server, message: "a write returned no row")
         }
@@ -121,4 +125,9 @@ extension Page where Record: StoredRecord {
         self.init(
             records: rows.compactMap(\.record), totalCount: rows.first?.total ?? 0, page: request.page, size: request.size)
     }
+}
+
+extension FieldLastWriteWins.Clock {
+    /// The `field_stamps` of a record written whole at `at` (an insert).
+    static func wholeStamps(at: Timestamp) -> [Int64] { Self(writtenWhole: at).milliseconds }
 }

@@ -18,17 +18,19 @@ public struct SyncService: Sendable {
 public enum PushChange: Sendable, Equatable {
     case createCategory(CategoryDraft)
     case updateCategory(CategoryDraft)
+    case patchCategory(CategoryPatch)
     case deleteCategory(id: UUID, DeleteOptions)
     case createLocation(LocationDraft)
     case updateLocation(LocationDraft)
+    case patchLocation(LocationPatch)
     case deleteLocation(id: UUID, DeleteOptions)
 
-    /// The order group of openapi.yaml: category creates and updates, then every location
-    /// change, then category deletes.
+    /// The order group of openapi.yaml: category creates, updates and patches, then every
+    /// location change, then category deletes.
     var group: Int {
         switch self {
-        case .createCategory, .updateCategory: return 1
-        case .createLocation, .updateLocation, .deleteLocation: return 2
+        case .createCategory, .updateCategory, .patchCategory: return 1
+        case .createLocation, .updateLocation, .patchLocation, .deleteLocation: return 2
         case .deleteCategory: return 3
         }
     }
@@ -86,10 +88,14 @@ extension SyncService {
             return .category(try categories.create(caller, draft).record)
         case .updateCategory(let draft):
             return .category(try categories.replace(caller, draft).record)
+        case .patchCategory(let patch):
+            return .category(try categories.patch(caller, patch).record)
         case .createLocation(let draft):
             return .location(try locations.create(caller, draft).record)
         case .updateLocation(let draft):
             return .location(try locations.replace(caller, draft).record)
+        case .patchLocation(let patch):
+            return .location(try locations.patch(caller, patch).record)
         case .deleteCategory(let id, let options):
             return try categories.delete(
                 caller, id: id, updatedAt: options.updatedAt, reassignTo: options.reassignCategoryID

@@ -3,14 +3,16 @@ import JSON
 import Locify
 
 /// A service served as a REST collection (`/v1/categories`, `/v1/locations`): what
-/// `ResourceRoutes.register(_:at:in:afterDelete:)` needs to answer GET (list and one), POST, PUT
-/// and DELETE for it. The routes are generic over it, so each collection's handlers call its
+/// `ResourceRoutes.register(_:at:in:afterDelete:)` needs to answer GET (list and one), POST, PUT,
+/// PATCH and DELETE for it. The routes are generic over it, so each collection's handlers call its
 /// service directly.
 protocol RecordResource: Sendable {
     /// The record the collection holds.
     associatedtype Record: Sendable
     /// A validated write of one record.
     associatedtype Draft
+    /// A validated write of some fields of one record.
+    associatedtype Patch
     /// What the list's query parameters select.
     associatedtype ListQuery
 
@@ -20,6 +22,8 @@ protocol RecordResource: Sendable {
     static func listQuery(_ query: QueryParameters) throws(RequestDecodingError) -> ListQuery
     /// Decodes a POST or PUT body; `pathID` is the id of `PUT .../{id}`.
     static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(RequestDecodingError) -> Draft
+    /// Decodes a PATCH body; `pathID` is the path's id.
+    static func patch(json body: JSONValue, userID: String, pathID: UUID) throws(RequestDecodingError) -> Patch
     /// Writes the record's JSON object.
     static func encode(_ record: Record, userID: String, to writer: inout JSONWriter)
 
@@ -31,6 +35,8 @@ protocol RecordResource: Sendable {
     func create(_ caller: Caller, _ draft: Draft) throws -> WriteOutcome<Record>
     /// PUT: replace under last-write-wins.
     func replace(_ caller: Caller, _ draft: Draft) throws -> WriteOutcome<Record>
+    /// PATCH: write the fields carried, each under last-write-wins.
+    func patch(_ caller: Caller, _ patch: Patch) throws -> WriteOutcome<Record>
     /// DELETE with the request's options.
     func delete(_ caller: Caller, id: UUID, options: DeleteOptions) throws
 }
@@ -44,6 +50,10 @@ extension CategoryService: RecordResource {
 
     static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(RequestDecodingError) -> CategoryDraft {
         try CategoryDraft(json: body, userID: userID, pathID: pathID)
+    }
+
+    static func patch(json body: JSONValue, userID: String, pathID: UUID) throws(RequestDecodingError) -> CategoryPatch {
+        try CategoryPatch(json: body, userID: userID, pathID: pathID)
     }
 
     static func encode(_ record: Category, userID: String, to writer: inout JSONWriter) {
@@ -64,6 +74,10 @@ extension LocationService: RecordResource {
 
     static func draft(json body: JSONValue, userID: String, pathID: UUID?) throws(RequestDecodingError) -> LocationDraft {
         try LocationDraft(json: body, userID: userID, pathID: pathID)
+    }
+
+    static func patch(json body: JSONValue, userID: String, pathID: UUID) throws(RequestDecodingError) -> LocationPatch {
+        try LocationPatch(json: body, userID: userID, pathID: pathID)
     }
 
     static func encode(_ record: Location, userID: String, to writer: inout JSONWriter) {

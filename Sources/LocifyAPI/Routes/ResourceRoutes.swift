@@ -17,7 +17,7 @@ struct ResourceRoutes: Sendable {
         Self.register(services.locations, at: "/v1/locations", in: &router)
     }
 
-    /// GET (list and one), POST, PUT (with and without the id in the path) and DELETE of one
+    /// GET (list and one), POST, PUT (with and without the id in the path), PATCH and DELETE of one
     /// collection at `path`; `afterDelete` runs once a delete committed.
     static func register<Resource: RecordResource>(
         _ resource: Resource, at path: String, in router: inout Router<Route>, afterDelete: (@Sendable () -> Void)? = nil
@@ -50,6 +50,16 @@ struct ResourceRoutes: Sendable {
                 return try Resource.draft(json: request.jsonBody(), userID: request.userID, pathID: id)
             }
         ) { draft, caller in try write(draft, caller, .replace) }
+        router.addAuthenticated(
+            .PATCH, one, takesBody: true,
+            decode: { (request) throws -> Resource.Patch in
+                let id = try request.parameters.id()
+                return try Resource.patch(json: request.jsonBody(), userID: request.userID, pathID: id)
+            }
+        ) { patch, caller in
+            let outcome = try resource.patch(caller, patch)
+            return .json(outcome.status) { Resource.encode(outcome.record, userID: caller.userID, to: &$0) }
+        }
         router.addAuthenticated(
             .DELETE, one, takesBody: true,
             decode: { (request) throws -> (id: UUID, options: DeleteOptions) in

@@ -1,6 +1,7 @@
 import HTTPServer
 import JSON
 import Locify
+import LocifyRules
 import Primitives
 
 /// The handlers of `/v1/sync/push`, `/v1/sync/changes` (openapi.yaml) and `/v1/info`.
@@ -156,7 +157,9 @@ extension JSONWriter {
         timestamp(clock.now())
     }
 
-    /// `{"type", "action": "upsert" | "delete", "id", "data", "deleted_at"?}`.
+    /// `{"type", "action": "upsert" | "delete", "id", "data", "field_updated_at"?, "deleted_at"?}`:
+    /// an upsert carries each field's stamp (issue 36), so a device can decide its pending patches
+    /// on top of what it pulls.
     mutating func feedChange(_ change: RecordState, userID: String) {
         beginObject()
         key("type")
@@ -177,6 +180,22 @@ extension JSONWriter {
             uuid(change.id)
             key("data")
             recordState(change, userID: userID)
+            switch change {
+            case .category(let category): fieldUpdatedAt(category.fieldClock)
+            case .location(let location): fieldUpdatedAt(location.fieldClock)
+            case .tombstone: break
+            }
+        }
+        endObject()
+    }
+
+    /// `"field_updated_at": {"<field>": <its stamp>, ...}`, every field in stamp order.
+    private mutating func fieldUpdatedAt<Field: WireField>(_ clock: FieldLastWriteWins<Field>.Clock) {
+        key("field_updated_at")
+        beginObject()
+        for field in Field.allCases {
+            key(field.wireName)
+            timestamp(clock[field])
         }
         endObject()
     }

@@ -31,6 +31,12 @@ struct FieldReader {
         }
     }
 
+    /// What `read` reads of `field` when the body has the member (null included); nil when it has
+    /// none: a patch's field that is not carried.
+    func ifSent<T>(_ field: String, _ read: () throws(RequestDecodingError) -> T) throws(RequestDecodingError) -> T? {
+        object[field] == nil ? nil : try read()
+    }
+
     func requiredString(_ field: String) throws(RequestDecodingError) -> String {
         guard let value = try optionalString(field) else { throw .missingField(field) }
         return value

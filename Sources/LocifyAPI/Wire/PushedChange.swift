@@ -48,7 +48,7 @@ package struct PushedChange: Sendable, Equatable {
         default: problem = .invalid("data", "must be an object")
         }
         let action = change["action"]?.stringValue.flatMap(Action.init(rawValue:))
-        if action == nil { problem = .invalid("action", "must be create, update or delete") }
+        if action == nil { problem = .invalid("action", "must be create, update, patch or delete") }
         let kind = type.flatMap(RecordKind.init(wireName:))
         if kind == nil { problem = .invalid("type", "must be category or location") }
         // The id to report: lower-case when it is a UUID, as sent otherwise.
@@ -63,7 +63,7 @@ package struct PushedChange: Sendable, Equatable {
     }
 
     private enum Action: String {
-        case create, update, delete
+        case create, update, patch, delete
     }
 
     private static func change(_ kind: RecordKind, _ action: Action, _ data: JSONObject, userID: String)
@@ -76,6 +76,8 @@ package struct PushedChange: Sendable, Equatable {
             case (.category, .update): return .success(.updateCategory(try CategoryDraft(json: body, userID: userID)))
             case (.location, .create): return .success(.createLocation(try LocationDraft(json: body, userID: userID)))
             case (.location, .update): return .success(.updateLocation(try LocationDraft(json: body, userID: userID)))
+            case (.category, .patch): return .success(.patchCategory(try CategoryPatch(json: body, userID: userID)))
+            case (.location, .patch): return .success(.patchLocation(try LocationPatch(json: body, userID: userID)))
             case (.category, .delete):
                 let (id, options) = try deletion(data)
                 return .success(.deleteCategory(id: id, options))

@@ -1,4 +1,5 @@
 import Locify
+import LocifyRules
 
 /// The API's names of the record kinds: a push change's `type` (read and echoed), a feed
 /// change's `type`, and the noun of an E007 ("category not found").
@@ -15,5 +16,35 @@ extension RecordKind {
     init?(wireName: String) {
         guard let kind = Self.allCases.first(where: { $0.wireName == wireName }) else { return nil }
         self = kind
+    }
+}
+
+/// The API's names of the fields last write wins merges one by one: the keys of a feed change's
+/// `field_updated_at` (openapi.yaml).
+protocol WireField: RecordField {
+    /// The field's key.
+    var wireName: String { get }
+}
+
+extension CategoryField: WireField {
+    var wireName: String {
+        switch self {
+        case .name: "name"
+        case .icon: "icon"
+        }
+    }
+}
+
+extension LocationField: WireField {
+    var wireName: String {
+        switch self {
+        case .categoryID: "category_id"
+        case .name: "name"
+        case .address: "address"
+        case .description: "description"
+        case .coordinates: "coordinates"
+        case .isFavorite: "is_favorite"
+        case .imageURLs: "image_urls"
+        }
     }
 }

@@ -1,0 +1,76 @@
+import Foundation
+import Locify
+import LocifyRules
+import Postgres
+import Primitives
+import Testing
+import TestSupport
+import TestSupportDatabase
+
+@Suite("Migration 0009: the field stamps of rows written before it (issue 36)")
+struct FieldStampsMigrationTests {
+    let user = "migrated-user"
+    let food = UUID(uuidString: "0a000000-0000-4000-8000-00000000000a") ?? UUID()
+    let gone = UUID(uuidString: "0b000000-0000-4000-8000-00000000000b") ?? UUID()
+    let place = UUID(uuidString: "01000000-0000-4000-8000-000000000001") ?? UUID()
+    let created = Timestamp(milliseconds: 1_740_830_400_123)  // 2025-03-01T12:00:00.123Z
+    let edited = Timestamp(milliseconds: 1_740_830_460_456)  // 2025-03-01T12:01:00.456Z
+    let deleted = Timestamp(milliseconds: 1_740_830_700_000)  // 2025-03-01T12:05:00.000Z
+
+    /// A folder with the migrations before 0009, applied to a database that then gets rows as the
+    /// previous schema's statements wrote them; then every migration is applied.
+    @Test("every field of every existing row starts at the row's updated_at, and writes are decided against them")
+    func existingRows() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("locify-before-0009-" + UUID().uuidString).path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for name in try FileManager.default.contentsOfDirectory(atPath: ProjectPaths.migrations) where name.hasSuffix(".sql") && name < "0009" {
+            try FileManager.default.copyItem(atPath: ProjectPaths.migrations + "/" + name, toPath: folder + "/" + name)
+        }
+        try TestDatabase.with { database in
+            _ = try MigrationRunner(directory: folder, logger: TestDatabase.logger).run(using: database.pool)
+            try database.pool.withConnection { connection in
+                try connection.query("INSERT INTO users (id, change_seq, created_at, updated_at) VALUES (\(user), 3, now(), now())")
+                try connection.query(
+                    """
+                    INSERT INTO categories (user_id, id, name, name_key, version, created_at, updated_at, deleted_at, change_seq)
+                    VALUES (\(user), \(food), 'Food', 'food', 1, \(created), \(created), NULL, 1),
+                           (\(user), \(gone), 'Gone', 'gone', 2, \(created), \(deleted), \(deleted), 2)
+                    """)
+                try connection.query(
+                    """
+                    INSERT INTO locations (user_id, id, category_id, name, name_key, search_text, latitude, longitude, version,
+                                           created_at, updated_at, change_seq)
+                    VALUES (\(user), \(place), \(food), 'Place', 'place', 'place', 1, 2, 2, \(created), \(edited), 3)
+                    """)
+            }
+            #expect(try MigrationRunner(directory: ProjectPaths.migrations, logger: TestDatabase.logger).run(using: database.pool) == ["0009_field_stamps.sql"])
+
+            let stamps = try database.pool.withConnection { connection in
+                try connection.query("SELECT id, field_stamps FROM categories UNION ALL SELECT id, field_stamps FROM locations").map {
+                    row in (try row.decode(0, as: UUID.self), try row.decode(1, as: [Int64].self))
+                }
+            }
+            #expect(Dictionary(uniqueKeysWithValues: stamps) == [
+                food: [created.milliseconds, created.milliseconds], gone: [deleted.milliseconds, deleted.milliseconds],
+                place: Array(repeating: edited.milliseconds, count: 7),
+            ])
+
+            // The migrated clocks decide: a patch older than the row's last write sets nothing, a
+            // newer one sets its field alone; a write not newer than the tombstone does not bring
+            // the category back.
+            let services = LocifyServices(pool: database.pool, settings: LocifySettings(storageBucket: TestConstants.bucket))
+            let caller = Caller(userID: user, email: nil, name: nil, tokenIssuedAt: Int64(Date().timeIntervalSince1970))
+            #expect(throws: LocifyError.self) {
+                try services.locations.patch(caller, LocationPatch(id: place, name: "Older", updatedAt: edited.adding(milliseconds: -1)))
+            }
+            let renamed = try services.locations.patch(caller, LocationPatch(id: place, name: "Renamed", updatedAt: edited.adding(milliseconds: 1)))
+            #expect(renamed.record.name == "Renamed" && renamed.record.version == 3)
+            #expect(renamed.record.fieldClock[.name] == edited.adding(milliseconds: 1))
+            #expect(renamed.record.fieldClock[.isFavorite] == edited)
+            #expect(throws: LocifyError.self) {
+                try services.categories.patch(caller, CategoryPatch(id: gone, name: "Back?", updatedAt: deleted))
+            }
+        }
+    }
+}

@@ -202,6 +202,18 @@ struct OutboxState: Sendable, Hashable {
         put(OutboxEntry(id: nextID, change: change))
     }
 
+    /// Whether every field `entry` carries is carried again by a later pending write of its record
+    /// (made after it, no delete in between): whatever the server made of `entry`, this device's
+    /// own later write decides those fields.
+    func isSuperseded(_ entry: OutboxEntry) -> Bool {
+        var later: Set<Int> = []
+        for other in entries(of: entry.key) where other.id > entry.id {
+            if other.isDelete { return false }
+            later.formUnion(other.change.fieldIndexes)
+        }
+        return !entry.isDelete && entry.change.fieldIndexes.isSubset(of: later)
+    }
+
     /// Whether a pending change needs category `id` live on the server.
     func hasDependents(ofCategory id: UUID) -> Bool {
         entries.values.contains { entry in
@@ -290,13 +302,15 @@ extension OutboxEntry {
 }
 
 extension PushChange {
-    /// The fields a patch carries, by index (`CategoryField`/`LocationField` raw values); none
-    /// for other changes.
+    /// The fields a write carries, by index (`CategoryField`/`LocationField` raw values): a
+    /// patch's, every field for a create or update, none for a delete.
     var fieldIndexes: Set<Int> {
         switch self {
         case .patchCategory(let patch): Set(patch.fields.map(\.rawValue))
         case .patchLocation(let patch): Set(patch.fields.map(\.rawValue))
-        default: []
+        case .createCategory, .updateCategory: Set(CategoryField.allCases.map(\.rawValue))
+        case .createLocation, .updateLocation: Set(LocationField.allCases.map(\.rawValue))
+        case .deleteCategory, .deleteLocation: []
         }
     }
 

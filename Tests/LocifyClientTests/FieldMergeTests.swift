@@ -276,6 +276,33 @@ struct FieldMergeDeviceTests {
         #expect(stamps[LocationField.isFavorite.rawValue] > stamps[LocationField.address.rawValue])
     }
 
+    @Test("a create whose answer was lost, replayed after the place's next edit was applied too, is no conflict")
+    func replayedCreateSupersededByOwnEdit() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let phone = await Device.make(ClientHarness(server), "phone")
+        defer { phone.done() }
+        let cafes = try await phone.engine.saveCategory(name: "Cafés")
+        try await phone.engine.sync()
+        let place = try await phone.engine.saveLocation(LocationDraft(categoryID: cafes.id, name: "Flore", latitude: 1, longitude: 2))
+        // The create reaches the server, its answer is lost: it stays queued, sent once.
+        FaultPlans.script(device: phone.name, [.dropAnswer])
+        _ = try? await phone.engine.sync()
+        var edit = LocationDraft(place)
+        edit.name = "Café de Flore"
+        try await phone.engine.saveLocation(edit)
+        #expect(try await phone.engine.pendingChanges().map(\.change.action) == [.create, .patch])
+        // Both reach the server, the answer is lost again; the replay meets the create's every field
+        // set again by the edit (409 E008 for the create alone): nothing was lost.
+        FaultPlans.script(device: phone.name, [.dropAnswer])
+        _ = try? await phone.engine.sync()
+        let report = try await phone.engine.sync()
+        #expect(report.conflicts == 0 && report.rejected == 0)
+        #expect(!(await phone.events.contains { if case .conflictResolved = $0 { true } else { false } }))
+        #expect(try await phone.engine.location(id: place.id)?.name == "Café de Flore")
+        #expect(try await phone.engine.pendingChanges().isEmpty)
+    }
+
     @Test("a patch every field of which is newer on the server is a conflict: reported, the server's value shown, nothing left pending")
     func patchThatSetsNothingIsAConflict() async throws {
         let server = try TestServer.start()

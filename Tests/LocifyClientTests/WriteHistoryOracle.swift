@@ -261,6 +261,7 @@ struct WriteHistoryOracle {
             return
         }
         observedWrites[key, default: []].append(ObservedWrite(device: observation.device, stamp: requested))
+        if change.action != .create { sentFields[ObservedWrite(device: observation.device, stamp: requested), default: []].formUnion(change.fieldIndexes) }
         // The time the server gave the write: its own, or its clock's within the round trip when
         // the device's was ahead; an applied answer's record pins it (a clamped write is the
         // record's newest).
@@ -310,7 +311,9 @@ struct WriteHistoryOracle {
                 if at.high > stored.at.high { model.fields[field] = FieldState(value: value, at: at, by: write) }
             }
         }
-        if setAny && answer == "conflict" && model.ambiguous.isEmpty {
+        // A write that sets a field of a live record is no conflict (one kept hidden behind a
+        // tombstone is).
+        if setAny && answer == "conflict" && model.ambiguous.isEmpty && !model.isDeleted {
             departures.append("\(write): the server answered conflict, but the write sets a field; history: \(history(key))")
         }
     }
@@ -415,6 +418,16 @@ struct WriteHistoryOracle {
             }
         }
         for (key, writes) in deviceWrites {
+            // A place's edit sends the fields the user changed, no more (an edit form's, or every
+            // field of a whole draft), so that it never overwrites another device's edit of another.
+            for write in writes where key.kind == .location && !write.isDelete {
+                let extra = (sentFields[ObservedWrite(device: write.device, stamp: write.stamp)] ?? []).subtracting(write.fields)
+                if !extra.isEmpty {
+                    tally.unexplained.append(
+                        "\(key.kind) \(key.id.uuidString.prefix(8)): \(write.device)'s edit @\(write.stamp) sent fields it did not change: \(extra.sorted().map { Self.fieldName(key.kind, $0) }); history: \(history(key))"
+                    )
+                }
+            }
             let sent = Set(observedWrites[key] ?? [])
             for write in writes where !sent.contains(ObservedWrite(device: write.device, stamp: write.stamp)) {
                 // Never sent: superseded on the device by its own later writes of the record (folded
@@ -440,6 +453,8 @@ struct WriteHistoryOracle {
 
     /// The writes each record received, by device and requested time.
     private(set) var observedWrites: [RecordKey: [ObservedWrite]] = [:]
+    /// The fields each edit (not a create) carried as sent.
+    private(set) var sentFields: [ObservedWrite: Set<Int>] = [:]
 }
 
 extension PushChange {

@@ -20,6 +20,8 @@ protocol FieldMergedRecord {
     func holds(_ field: Field, of write: Write) -> Bool
     /// The key of `field` in the feed's `field_updated_at`.
     static func feedKey(_ field: Field) -> String
+    /// What a pending `change` of this kind of record writes, and which fields (nil for a delete).
+    static func write(of change: PushChange) -> (FieldLastWriteWins<Field>.Intent, Write)?
 }
 
 extension FieldMergedRecord {
@@ -54,6 +56,12 @@ extension FieldMergedRecord {
         updatedAt = Date(locifyMilliseconds: after.updatedAt.milliseconds)
         return !decision.setting.isEmpty
     }
+
+    /// Decides a pending `change` of this record on top of it (nothing for a delete).
+    mutating func decide(_ change: PushChange, clock: inout Clock) {
+        guard let at = change.updatedAt, let (intent, write) = Self.write(of: change) else { return }
+        decide(intent, write, at: at, clock: &clock)
+    }
 }
 
 extension Category: FieldMergedRecord {
@@ -78,14 +86,12 @@ extension Category: FieldMergedRecord {
         }
     }
 
-    /// Decides a pending `change` of this category on top of it (nothing for a delete).
-    mutating func decide(_ change: PushChange, clock: inout CategoryClock) {
-        guard let at = change.updatedAt else { return }
+    static func write(of change: PushChange) -> (FieldLastWriteWins<CategoryField>.Intent, CategoryWrite)? {
         switch change {
-        case .createCategory(let write): decide(.create, write, at: at, clock: &clock)
-        case .updateCategory(let write): decide(.replace, write, at: at, clock: &clock)
-        case .patchCategory(let patch): decide(.patch(patch.fields), patch.values, at: at, clock: &clock)
-        default: break
+        case .createCategory(let write): (.create, write)
+        case .updateCategory(let write): (.replace, write)
+        case .patchCategory(let patch): (.patch(patch.fields), patch.values)
+        default: nil
         }
     }
 }
@@ -127,14 +133,12 @@ extension Location: FieldMergedRecord {
         }
     }
 
-    /// Decides a pending `change` of this location on top of it (nothing for a delete).
-    mutating func decide(_ change: PushChange, clock: inout LocationClock) {
-        guard let at = change.updatedAt else { return }
+    static func write(of change: PushChange) -> (FieldLastWriteWins<LocationField>.Intent, LocationWrite)? {
         switch change {
-        case .createLocation(let write): decide(.create, write, at: at, clock: &clock)
-        case .updateLocation(let write): decide(.replace, write, at: at, clock: &clock)
-        case .patchLocation(let patch): decide(.patch(patch.fields), patch.values, at: at, clock: &clock)
-        default: break
+        case .createLocation(let write): (.create, write)
+        case .updateLocation(let write): (.replace, write)
+        case .patchLocation(let patch): (.patch(patch.fields), patch.values)
+        default: nil
         }
     }
 }

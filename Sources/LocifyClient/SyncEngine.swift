@@ -199,9 +199,10 @@ public actor SyncEngine {
             try commit(&transaction)
             return existing
         }
-        write.updatedAt = stamp(after: existing.updatedAt)
+        let at = stamp(after: existing.updatedAt)
+        write.updatedAt = at
         var category = existing, clock = try transaction.clock(of: existing)
-        category.decide(.patch(changed), write, at: write.updatedAt ?? existing.updatedAt, clock: &clock)
+        category.decide(.patch(changed), write, at: at, clock: &clock)
         transaction.upsert(category, clock: clock)
         transaction.enqueue(.patchCategory(CategoryPatch(write, fields: changed)), serverMayKnow: existing.version > 0, inFlight: inFlight)
         try commit(&transaction)

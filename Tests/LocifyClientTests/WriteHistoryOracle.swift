@@ -261,7 +261,8 @@ struct WriteHistoryOracle {
             return
         }
         observedWrites[key, default: []].append(ObservedWrite(device: observation.device, stamp: requested))
-        if change.action != .create { sentFields[ObservedWrite(device: observation.device, stamp: requested), default: []].formUnion(change.fieldIndexes) }
+        sentFields[ObservedWrite(device: observation.device, stamp: requested), default: []].formUnion(change.fieldIndexes)
+        if change.action == .create { sentCreates.insert(ObservedWrite(device: observation.device, stamp: requested)) }
         // The time the server gave the write: its own, or its clock's within the round trip when
         // the device's was ahead; an applied answer's record pins it (a clamped write is the
         // record's newest).
@@ -288,8 +289,8 @@ struct WriteHistoryOracle {
         var model = records[key] ?? RecordModel()
         defer { records[key] = model }
         if change.isDelete {
-            if let newest = model.newestField, at.high < newest.low {
-                return expect(answer, "conflict", write, key)  // older than a field: E008
+            if !model.isDeleted, let newest = model.newestField, at.high < newest.low {
+                return expect(answer, "conflict", write, key)  // older than a field of the live record: E008
             }
             if model.delete.map({ at.low > $0.at.high }) ?? true { model.delete = (at, change.reassignTarget, write) }
             return
@@ -421,7 +422,8 @@ struct WriteHistoryOracle {
             // A place's edit sends the fields the user changed, no more (an edit form's, or every
             // field of a whole draft), so that it never overwrites another device's edit of another.
             for write in writes where key.kind == .location && !write.isDelete {
-                let extra = (sentFields[ObservedWrite(device: write.device, stamp: write.stamp)] ?? []).subtracting(write.fields)
+                let mine = ObservedWrite(device: write.device, stamp: write.stamp)
+                let extra = sentCreates.contains(mine) ? [] : (sentFields[mine] ?? []).subtracting(write.fields)
                 if !extra.isEmpty {
                     tally.unexplained.append(
                         "\(key.kind) \(key.id.uuidString.prefix(8)): \(write.device)'s edit @\(write.stamp) sent fields it did not change: \(extra.sorted().map { Self.fieldName(key.kind, $0) }); history: \(history(key))"
@@ -434,7 +436,11 @@ struct WriteHistoryOracle {
                 // into a create, or each of its fields set again), or a record gone (made and deleted
                 // before it was sent).
                 let later = writes.filter { $0.device == write.device && $0.stamp > write.stamp }
-                let superseded = later.contains(where: \.isDelete) || write.fields.isSubset(of: later.reduce(into: Set()) { $0.formUnion($1.fields) })
+                var laterFields = later.reduce(into: Set<Int>()) { $0.formUnion($1.fields) }
+                for observed in sent where observed.device == write.device && observed.stamp > write.stamp {
+                    laterFields.formUnion(sentFields[observed] ?? [])
+                }
+                let superseded = later.contains(where: \.isDelete) || write.fields.isSubset(of: laterFields)
                 let gone = final[key].map { if case .tombstone = $0 { true } else { false } } ?? true
                 if !superseded && !gone {
                     tally.unexplained.append(
@@ -453,8 +459,10 @@ struct WriteHistoryOracle {
 
     /// The writes each record received, by device and requested time.
     private(set) var observedWrites: [RecordKey: [ObservedWrite]] = [:]
-    /// The fields each edit (not a create) carried as sent.
+    /// The fields each write carried as sent.
     private(set) var sentFields: [ObservedWrite: Set<Int>] = [:]
+    /// The creates sent (a create carries the later edits folded into it: every field).
+    private(set) var sentCreates: Set<ObservedWrite> = []
 }
 
 extension PushChange {

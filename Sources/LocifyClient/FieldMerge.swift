@@ -44,17 +44,15 @@ extension FieldMergedRecord {
 
     /// Decides `write` (carrying `intent`'s fields, made at `at`) on top of this record, whose
     /// clock is `clock`, as the server will: each carried field whose stamp is older takes the
-    /// write's value and its time. Returns whether a field was set.
-    @discardableResult
-    mutating func decide(_ intent: FieldLastWriteWins<Field>.Intent, _ write: Write, at: Date, clock: inout Clock) -> Bool {
+    /// write's value and its time.
+    mutating func decide(_ intent: FieldLastWriteWins<Field>.Intent, _ write: Write, at: Date, clock: inout Clock) {
         let record = self
         let decision = FieldLastWriteWins<Field>.decide(
             intent, stored: clock, requested: at.timestamp, now: at.timestamp, sameValue: { record.holds($0, of: write) })
-        guard decision.changesRecord, let after = decision.clock else { return false }
+        guard decision.changesRecord, let after = decision.clock else { return }
         for field in decision.setting { take(field, from: write) }
         clock = after
         updatedAt = Date(locifyMilliseconds: after.updatedAt.milliseconds)
-        return !decision.setting.isEmpty
     }
 
     /// Decides a pending `change` of this record on top of it (nothing for a delete).

@@ -308,16 +308,18 @@ struct FieldMergeDeviceTests {
         let server = try TestServer.start()
         defer { server.stop() }
         let harness = ClientHarness(server)
-        let phone = await Device.make(harness, "phone"), tablet = await Device.make(harness, "tablet")
+        let phoneClock = SettableClock()
+        let phone = await Device.make(harness, "phone", clock: phoneClock), tablet = await Device.make(harness, "tablet")
         defer { phone.done(); tablet.done() }
         let cafes = try await phone.engine.saveCategory(name: "Cafés")
         let place = try await phone.engine.saveLocation(LocationDraft(categoryID: cafes.id, name: "Flore", latitude: 1, longitude: 2))
         try await phone.engine.sync()
         try await tablet.engine.sync()
+        // The phone's clock is set a minute back after its sync: its rename is the older one.
+        phoneClock.set(offset: -60)
         var older = LocationDraft(editing: try #require(await phone.engine.location(id: place.id)))
         older.name = "Older rename"
         try await phone.engine.saveLocation(older)
-        try await Task.sleep(for: .milliseconds(5))
         var newer = LocationDraft(editing: try #require(await tablet.engine.location(id: place.id)))
         newer.name = "Newer rename"
         try await tablet.engine.saveLocation(newer)

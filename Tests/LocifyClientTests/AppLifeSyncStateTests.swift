@@ -6,7 +6,7 @@ import TestSupport
 import TestSupportServer
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Live settings that never hold a request open between syncs (a server polled once an hour):

@@ -6,7 +6,7 @@ import TestSupport
 import TestSupportServer
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A LocifyClient pointed at a TestServer: one user, a token minted by the server's test key.

@@ -3,7 +3,7 @@ import Synchronization
 import TestSupport
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A network that fails on purpose. Requests to `http://<device>.fault.test:<port>/...` are

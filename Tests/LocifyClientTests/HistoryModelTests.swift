@@ -213,8 +213,7 @@ final class HistoryRun: Sendable {
             try await body()
         } catch {
             let difference = try await deviceDifference()
-            let recent = events.all.filter { if case .pushed = $0 { false } else { true } }.suffix(80).map { String(String(describing: $0).prefix(160)) }
-                .joined(separator: "\n")
+            let recent = events.all.filter { if case .pushed = $0 { false } else { true } }.suffix(80).map { String(String(describing: $0).prefix(160)) }.joined(separator: "\n")
             Issue.record("the device refused \(action): \(error)\nThe device differs from the model:\n\(difference)\n\(context)\nThe last events:\n\(recent)")
             throw error
         }

@@ -53,9 +53,7 @@ final class FakeUploader: ImageUploader {
 
     /// Lets every hung call answer (late).
     func releaseHung() {
-        for continuation in state.withLock({ state in
-            defer { state.hung = [] }; return state.hung
-        }) { continuation.resume() }
+        for continuation in state.withLock({ state in defer { state.hung = [] }; return state.hung }) { continuation.resume() }
     }
 }
 
@@ -353,8 +351,7 @@ struct ImageUploadTests {
             LocalSnapshot(
                 categories: [categoryID: Category(id: categoryID, name: "Trips", createdAt: now, updatedAt: now)],
                 locations: [
-                    write.id: Location(
-                        id: write.id, categoryID: categoryID, name: "Old", latitude: 1, longitude: 2, imageURLs: [oldURL], createdAt: now, updatedAt: now)
+                    write.id: Location(id: write.id, categoryID: categoryID, name: "Old", latitude: 1, longitude: 2, imageURLs: [oldURL], createdAt: now, updatedAt: now)
                 ],
                 outbox: [
                     OutboxEntry(id: 1, change: .createCategory(CategoryWrite(id: categoryID, name: "Trips", createdAt: now, updatedAt: now))),

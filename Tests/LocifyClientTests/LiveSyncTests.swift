@@ -7,7 +7,7 @@ import TestSupport
 import TestSupportServer
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A store that notes when each location version (by name: every write in these tests names it
@@ -131,9 +131,7 @@ struct LiveSyncTests {
         #expect(latencies.count == 2 * 3 * Self.changesPerDevice)
         print(
             "live-sync latency, sync() on one device to another device's store: \(latencies.count) arrivals,"
-                + String(
-                    format: " p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms", percentile(latencies, 0.5), percentile(latencies, 0.9),
-                    percentile(latencies, 0.99), latencies.max() ?? 0))
+                + String(format: " p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms", percentile(latencies, 0.5), percentile(latencies, 0.9), percentile(latencies, 0.99), latencies.max() ?? 0))
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
         var devices: [ServerView] = []

@@ -68,9 +68,7 @@ struct SharedRulesTests {
         let local = await Self.refusal { try await engine.saveCategory(name: edit.name, icon: edit.icon) }
         let server = await Self.refusal { _ = try await api.createCategory(CategoryWrite(id: UUID(), name: edit.name, icon: edit.icon)) }
         #expect(local != nil && server != nil)
-        #expect(
-            local?.code == server?.code && local?.message == server?.message && local?.status == 400,
-            "\(String(describing: local)) vs \(String(describing: server))")
+        #expect(local?.code == server?.code && local?.message == server?.message && local?.status == 400, "\(String(describing: local)) vs \(String(describing: server))")
         #expect(local?.details.map(\.field) == server?.details.map(\.field))
         #expect(try await engine.pendingChanges().isEmpty, "nothing queued")
     }
@@ -98,9 +96,7 @@ struct SharedRulesTests {
         let (engine, api, home) = try await Self.fixture()
         let unknown = UUID()
         let localPlace = await Self.refusal { try await engine.saveLocation(LocationDraft(categoryID: unknown, name: "P", latitude: 0, longitude: 0)) }
-        let serverPlace = await Self.refusal {
-            _ = try await api.createLocation(LocationWrite(id: UUID(), categoryID: unknown, name: "P", latitude: 0, longitude: 0))
-        }
+        let serverPlace = await Self.refusal { _ = try await api.createLocation(LocationWrite(id: UUID(), categoryID: unknown, name: "P", latitude: 0, longitude: 0)) }
         #expect(localPlace?.code == "E007" && localPlace?.code == serverPlace?.code && localPlace?.message == serverPlace?.message)
         let localSelf = await Self.refusal { try await engine.deleteCategory(id: home.id, reassignTo: home.id) }
         let serverSelf = await Self.refusal { try await api.deleteCategory(id: home.id, reassignTo: home.id) }

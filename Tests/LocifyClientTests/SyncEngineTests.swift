@@ -105,8 +105,7 @@ struct SyncEngineTests {
         try await expectConverged([a, b], harness.api())
     }
 
-    @Test(
-        "a category delete superseded by a newer edit elsewhere gives back the category and the locations the local cascade removed", arguments: [false, true])
+    @Test("a category delete superseded by a newer edit elsewhere gives back the category and the locations the local cascade removed", arguments: [false, true])
     func deleteSuperseded(reassign: Bool) async throws {
         let server = try TestServer.start()
         defer { server.stop() }

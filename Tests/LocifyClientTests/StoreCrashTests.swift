@@ -6,7 +6,7 @@ import TestSupport
 import TestSupportServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// How many times the crash test kills its child (`LOCIFY_CLIENT_CRASH_KILLS`, default 100;
@@ -27,9 +27,7 @@ enum CrashSettings {
 struct StoreCrashTests {
     static func childPath() throws -> String {
         let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let candidates = [
-            folder.appendingPathComponent("LocifyClientCrashChild").path, ProjectPaths.root.appendingPathComponent(".build/debug/LocifyClientCrashChild").path,
-        ]
+        let candidates = [folder.appendingPathComponent("LocifyClientCrashChild").path, ProjectPaths.root.appendingPathComponent(".build/debug/LocifyClientCrashChild").path]
         guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw SQLiteStoreCrashError(description: "no LocifyClientCrashChild at \(candidates): build it first (swift build)")
         }
@@ -76,9 +74,7 @@ struct StoreCrashTests {
                 try await run.expectFinalStateEqualsModel()
             }
         }
-        print(
-            "client-crash: kills \(kills) histories \(histories) outbox entries at reopen: max \(outboxSizes.max() ?? 0), mean \(outboxSizes.reduce(0, +) / max(outboxSizes.count, 1))"
-        )
+        print("client-crash: kills \(kills) histories \(histories) outbox entries at reopen: max \(outboxSizes.max() ?? 0), mean \(outboxSizes.reduce(0, +) / max(outboxSizes.count, 1))")
     }
 
     /// The store as a crash left it: SQLite's integrity check passes, every place's category is
@@ -102,11 +98,10 @@ struct StoreCrashTests {
         for record in locations.values where record.version == 0 {
             #expect(pending.contains(record.id), "round \(round): \(record.name), never acknowledged, is in the outbox")
         }
-        let deletedCategories = Set(
-            outbox.compactMap { entry -> UUID? in
-                if case .deleteCategory(let delete) = entry.change { return delete.id }
-                return nil
-            })
+        let deletedCategories = Set(outbox.compactMap { entry -> UUID? in
+            if case .deleteCategory(let delete) = entry.change { return delete.id }
+            return nil
+        })
         var last: [UUID: OutboxEntry] = [:]
         for entry in outbox { last[entry.change.recordID] = entry }
         for entry in last.values {

@@ -16,7 +16,8 @@ public enum ErrorCode: String, Sendable, Hashable, CaseIterable {
     case forbidden = "E006"
     /// E007: no such record for this user, or no such route.
     case notFound = "E007"
-    /// E008: the write is older than the server's record.
+    /// E008: the write sets nothing: every field it carries is newer on the server, or as new with
+    /// another value.
     case conflict = "E008"
     /// E009: the sync cursor outlived the tombstone retention.
     case cursorExpired = "E009"
@@ -62,7 +63,8 @@ public enum ErrorCode: String, Sendable, Hashable, CaseIterable {
         case .unauthenticated: "missing, malformed, expired, badly signed or revoked Firebase ID token"
         case .forbidden: "a body `user_id` that is not the token's user"
         case .notFound: "no such resource for this user, or no such route"
-        case .conflict: "the write is older than the server's record (`data` = the server's version)"
+        case .conflict:
+            "the write sets nothing: every field it carries is newer on the server, or as new with another value (`data` = the server's version)"
         case .cursorExpired: "the sync cursor is older than the tombstone retention: resync from scratch"
         case .bodyTooLarge: "request body larger than 2 MiB"
         case .methodNotAllowed: "method not allowed on this path (`Allow` lists the allowed ones)"

@@ -1,5 +1,6 @@
-/// Last write wins field by field (issue 36; docs/FIELD_MERGE.md), as one pure function that the
-/// server and `LocifyClient` both decide every write of a record with.
+/// Last write wins field by field (issue 36; openapi.yaml, "Writes in any order";
+/// docs/ARCHITECTURE.md, "Field-level last write wins"), as one pure function that the server and
+/// `LocifyClient` both decide every write of a record with.
 ///
 /// Each field keeps the stamp of the write that set it; a write sets each field it carries whose
 /// stamp is older than the write's, so two devices that edit different fields both keep their

@@ -111,7 +111,7 @@ struct OpenAPIDocumentTests {
     @Test("operations that read a body document 400 and 415; writes document 409; path ids document 400 and 404")
     func bodyAndConflictStatusesDocumented() throws {
         let outline = try Self.outline()
-        #expect(outline.withBody.count == 10)
+        #expect(outline.withBody.count == 12)
         for (operation, statuses) in outline.statuses where operation.path.hasPrefix("/v1/") {
             if outline.withBody.contains(operation) {
                 #expect(statuses.isSuperset(of: ["400", "415"]), "\(operation)")

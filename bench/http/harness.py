@@ -37,8 +37,9 @@ import report  # noqa: E402
 import seeding  # noqa: E402
 
 WORKLOADS = ["health", "list", "list_cat", "categories", "create"]  # create last: it grows the data
-# Run only when asked for (--workloads ...,push): a sync push of one location create.
-OPTIONAL_WORKLOADS = ["push"]
+# Run only when asked for (--workloads ...,push,update): a sync push of one location create; a
+# PUT of a whole location created earlier in the same wrk run (workload.lua says how).
+OPTIONAL_WORKLOADS = ["push", "update"]
 PROJECT_ID = "bench-project"
 USER_ID_BASE = 10**18  # user ids are decimal numbers, so pgbench can pick one with random()
 DATABASE = "bench"

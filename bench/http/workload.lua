@@ -2,8 +2,12 @@
 --
 --   wrk ... -s bench/http/workload.lua URL -- WORKLOAD USERS_FILE NONCE
 --
--- WORKLOAD is health, list, list_cat, categories, create or push (a sync push of one location
--- create: the same body as create, inside {"changes":[{"type","action","data"}]}). USERS_FILE has one line per user:
+-- WORKLOAD is health, list, list_cat, categories, create, push (a sync push of one location
+-- create: the same body as create, inside {"changes":[{"type","action","data"}]}) or update (a
+-- PUT of a whole location, without updated_at, so that it always wins: each thread first creates
+-- UPDATED_PER_THREAD locations, as create does, then replaces them in turn, renamed; the creates
+-- are 200 of the run's requests per thread, and every PUT names a location whose create has
+-- answered, since a thread has fewer connections than that). USERS_FILE has one line per user:
 -- "<uid>\t<ID token>\t<category id>,<category id>,...". Requests rotate over the users (and, for
 -- list_cat and create, over each user's categories), so every server sees the same request stream.
 -- NONCE is 15 hex digits, new for every wrk run: with the wrk thread number and a per-thread
@@ -87,7 +91,7 @@ function init(args)
         for _, user in ipairs(users) do
             prepared[#prepared + 1] = get("/v1/categories", user)
         end
-    elseif workload == "create" or workload == "push" then
+    elseif workload == "create" or workload == "push" or workload == "update" then
         for _, user in ipairs(users) do
             assert(#user.categories > 0, "user " .. user.uid .. " has no categories")
         end
@@ -134,9 +138,32 @@ local function push_request()
     return post("/v1/sync/push", user, '{"changes":[{"type":"location","action":"create","data":' .. body .. '}]}')
 end
 
+local UPDATED_PER_THREAD = 200
+local updated = {}
+
+-- A create of the thread's next location until it has UPDATED_PER_THREAD, then a PUT of one of
+-- them in turn (the same body, renamed).
+local function update_request()
+    if #updated < UPDATED_PER_THREAD then
+        local user, body = next_location()
+        updated[#updated + 1] = { user = user, body = body, id = string.match(body, '"id":"([^"]+)"') }
+        return post("/v1/locations", user, body)
+    end
+    counter = counter + 1
+    local location = updated[counter % UPDATED_PER_THREAD + 1]
+    local body = string.gsub(location.body, '"name":"[^"]*"', '"name":"Bench place renamed ' .. counter .. '"')
+    return wrk.format("PUT", "/v1/locations/" .. location.id, {
+        ["Accept"] = "application/json",
+        ["Authorization"] = location.user.authorization,
+        ["Content-Type"] = "application/json",
+    }, body)
+end
+
 function request()
     if workload == "create" then
         return create_request()
+    elseif workload == "update" then
+        return update_request()
     elseif workload == "push" then
         return push_request()
     end

@@ -15,7 +15,7 @@ extension Category: StoredRecord {
                 id: try column.next(), name: try column.next(), icon: try column.next(), locationCount: try column.next(),
                 version: try column.next(), createdAt: try column.next(), updatedAt: try column.next(),
                 deletedAt: try column.next())
-            category.storedFieldStamps = keptFieldStamps(try column.next(), updatedAt: category.updatedAt)
+            category.storedFieldStamps = try column.next()
             return category
         }
     }

@@ -20,8 +20,8 @@ public struct Category: Sendable, Equatable {
     public var updatedAt: Timestamp
     /// When it was deleted; nil for a live record.
     public var deletedAt: Timestamp?
-    /// Each field's stamp as stored (`field_stamps`, migrations/0009); nil for a record built in
-    /// code or a row written whole without it: every field then stands at `updatedAt`.
+    /// Each field's stamp as stored (`field_stamps`, migrations/0009); nil when every field stands
+    /// at `updatedAt` (a record written whole, or built in code).
     var storedFieldStamps: [Int64]?
 
     /// A category with every stored column.

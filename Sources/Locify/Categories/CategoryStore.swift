@@ -79,10 +79,9 @@ enum CategoryStore: RecordTable {
         userID: String, _ draft: CategoryDraft, _ placement: Void, at: Timestamp, createdAt: Timestamp, stamp: Int64
     ) -> PostgresQuery {
         """
-        INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, field_stamps,
-                                     change_seq, changed_at)
+        INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, change_seq, changed_at)
         VALUES (\(userID), \(draft.id), \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.icon), 1,
-                \(createdAt), \(at), \(Clock.wholeStamps(at: at)), \(stamp), clock_timestamp())
+                \(createdAt), \(at), \(stamp), clock_timestamp())
         RETURNING \(unsafeSQL: columns.sql)
         """
     }
@@ -90,10 +89,9 @@ enum CategoryStore: RecordTable {
     static func insertIfNewQuery(_ caller: Caller, _ draft: CategoryDraft, at: Timestamp, createdAt: Timestamp) -> PostgresQuery {
         """
         WITH account AS (\(UserStore.nextStampIfAdmitted(caller)))
-        INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, field_stamps,
-                                     change_seq, changed_at)
+        INSERT INTO categories AS c (user_id, id, name, name_key, icon, version, created_at, updated_at, change_seq, changed_at)
         SELECT \(caller.userID), \(draft.id), \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.icon), 1,
-               \(createdAt), \(at), \(Clock.wholeStamps(at: at)), account.change_seq, clock_timestamp()
+               \(createdAt), \(at), account.change_seq, clock_timestamp()
         FROM account
         ON CONFLICT (user_id, id) DO NOTHING
         RETURNING \(unsafeSQL: columns.sql)
@@ -113,7 +111,7 @@ enum CategoryStore: RecordTable {
                        name = CASE WHEN \(setsName) THEN \(patch.name) ELSE c.name END,
                        name_key = CASE WHEN \(setsName) THEN \(patch.name.map(TextRules.sortKey)) ELSE c.name_key END,
                        icon = CASE WHEN \(setsIcon) THEN \(patch.icon) ELSE c.icon END,
-                       field_stamps = \(clock.milliseconds), updated_at = \(clock.updatedAt), deleted_at = \(clock.deletedAt),
+                       field_stamps = \(clock.storedStamps), updated_at = \(clock.updatedAt), deleted_at = \(clock.deletedAt),
                        reassigned_to = CASE WHEN \(isLive) THEN NULL ELSE c.reassigned_to END,
                        version = CASE WHEN \(isLive) THEN c.version + 1 ELSE c.version END,
                        change_seq = CASE WHEN \(isLive) THEN \(stamp) ELSE c.change_seq END,
@@ -123,9 +121,10 @@ enum CategoryStore: RecordTable {
                 """))
     }
 
-    static func tombstoneQuery(userID: String, id: UUID, at: Timestamp, stamp: Int64) -> PostgresQuery {
+    static func tombstoneQuery(userID: String, id: UUID, clock: Clock, stamp: Int64) -> PostgresQuery {
         """
-        UPDATE categories c SET deleted_at = \(at), updated_at = \(at), version = version + 1,
+        UPDATE categories c SET deleted_at = \(clock.deletedAt), updated_at = \(clock.updatedAt),
+               field_stamps = \(clock.storedStamps), version = version + 1,
                change_seq = \(stamp), changed_at = clock_timestamp()
         WHERE c.user_id = \(userID) AND c.id = \(id)
         RETURNING \(unsafeSQL: columns.sql)

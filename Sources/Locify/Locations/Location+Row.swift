@@ -21,7 +21,7 @@ extension Location: StoredRecord {
                 createdAt: try column.next(), updatedAt: try column.next(), deletedAt: try column.next())
             location.placedCategoryID = try column.next()
             location.isHiddenWithCategory = try column.next()
-            location.storedFieldStamps = keptFieldStamps(try column.next(), updatedAt: location.updatedAt)
+            location.storedFieldStamps = try column.next()
             return location
         }
     }

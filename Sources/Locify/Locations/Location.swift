@@ -36,8 +36,8 @@ public struct Location: Sendable, Equatable {
     /// Whether it is shown deleted only because its category is deleted with a cascade (its own
     /// last write is not a delete; it comes back with the category).
     var isHiddenWithCategory = false
-    /// Each field's stamp as stored (`field_stamps`, migrations/0009); nil for a record built in
-    /// code or a row written whole without it: every field then stands at `updatedAt`.
+    /// Each field's stamp as stored (`field_stamps`, migrations/0009); nil when every field stands
+    /// at `updatedAt` (a record written whole, or built in code).
     var storedFieldStamps: [Int64]?
 
     /// The category the location's own last write named.

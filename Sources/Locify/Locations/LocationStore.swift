@@ -111,12 +111,12 @@ enum LocationStore: RecordTable {
         """
         INSERT INTO locations AS l (user_id, id, category_id, own_category_id, hidden, name, name_key, address, description,
                                     search_text, latitude, longitude, is_favorite, image_urls, images_outside_folder,
-                                    version, created_at, updated_at, deleted_at, field_stamps, change_seq, changed_at)
+                                    version, created_at, updated_at, deleted_at, change_seq, changed_at)
         VALUES (\(userID), \(draft.id), \(placement.shownCategory(draft)), \(placement.ownCategory(draft)), \(placement == .hidden),
                 \(draft.name), \(TextRules.sortKey(draft.name)), \(draft.address), \(draft.description), \(draft.searchText),
                 \(draft.latitude), \(draft.longitude), \(draft.isFavorite), \(draft.imageURLs),
                 \(imagesOutsideFolder(draft.imageURLs, userID: userID, id: draft.id)), 1, \(createdAt), \(at),
-                \(placement == .hidden ? at : nil), \(Clock.wholeStamps(at: at)), \(stamp), clock_timestamp())
+                \(placement == .hidden ? at : nil), \(stamp), clock_timestamp())
         RETURNING \(unsafeSQL: columns.sql)
         """
     }
@@ -128,11 +128,11 @@ enum LocationStore: RecordTable {
         WITH account AS (\(UserStore.nextStampIfAdmitted(caller)))
         INSERT INTO locations AS l (user_id, id, category_id, name, name_key, address, description, search_text,
                                     latitude, longitude, is_favorite, image_urls, images_outside_folder, version,
-                                    created_at, updated_at, field_stamps, change_seq, changed_at)
+                                    created_at, updated_at, change_seq, changed_at)
         SELECT \(caller.userID), \(draft.id), \(draft.categoryID), \(draft.name), \(TextRules.sortKey(draft.name)),
                \(draft.address), \(draft.description), \(draft.searchText), \(draft.latitude), \(draft.longitude),
                \(draft.isFavorite), \(draft.imageURLs), \(imagesOutsideFolder(draft.imageURLs, userID: caller.userID, id: draft.id)), 1,
-               \(createdAt), \(at), \(Clock.wholeStamps(at: at)), account.change_seq, clock_timestamp()
+               \(createdAt), \(at), account.change_seq, clock_timestamp()
         FROM account
         ON CONFLICT (user_id, id) DO NOTHING
         RETURNING \(unsafeSQL: columns.sql)
@@ -182,7 +182,7 @@ enum LocationStore: RecordTable {
                        image_urls = CASE WHEN \(sets(.imageURLs)) THEN \(imageURLs) ELSE l.image_urls END,
                        images_outside_folder = CASE WHEN \(sets(.imageURLs))
                            THEN \(imagesOutsideFolder(imageURLs, userID: userID, id: patch.id)) ELSE l.images_outside_folder END,
-                       field_stamps = \(clock.milliseconds), updated_at = \(clock.updatedAt), deleted_at = \(deletedAt),
+                       field_stamps = \(clock.storedStamps), updated_at = \(clock.updatedAt), deleted_at = \(deletedAt),
                        version = CASE WHEN \(isLive) THEN l.version + 1 ELSE l.version END,
                        change_seq = CASE WHEN \(isLive) THEN \(stamp) ELSE l.change_seq END,
                        changed_at = CASE WHEN \(isLive) THEN clock_timestamp() ELSE l.changed_at END
@@ -191,9 +191,10 @@ enum LocationStore: RecordTable {
                 """))
     }
 
-    static func tombstoneQuery(userID: String, id: UUID, at: Timestamp, stamp: Int64) -> PostgresQuery {
+    static func tombstoneQuery(userID: String, id: UUID, clock: Clock, stamp: Int64) -> PostgresQuery {
         """
-        UPDATE locations l SET deleted_at = \(at), updated_at = \(at), hidden = false, version = version + 1,
+        UPDATE locations l SET deleted_at = \(clock.deletedAt), updated_at = \(clock.updatedAt),
+               field_stamps = \(clock.storedStamps), hidden = false, version = version + 1,
                change_seq = \(stamp), changed_at = clock_timestamp()
         WHERE l.user_id = \(userID) AND l.id = \(id)
         RETURNING \(unsafeSQL: columns.sql)

@@ -130,13 +130,13 @@ struct RecordService<Table: RecordTable>: Sendable {
                     throw LocifyError.notFound(Record.kind)
                 }
                 let decision = Rule.decide(.delete, stored: stored.fieldClock, requested: updatedAt, now: now(), sameValue: { _ in false })
-                switch decision.outcome {
-                case .deleted:
+                switch (decision.outcome, decision.clock) {
+                case (.deleted, let clock?):
                     transaction.markChanged()
-                    let tombstone = try Table.tombstone(connection, userID: caller.userID, id: id, at: decision.at, stamp: stamp)
+                    let tombstone = try Table.tombstone(connection, userID: caller.userID, id: id, clock: clock, stamp: stamp)
                     try afterTombstone(transaction, stored, tombstone)
                     return tombstone
-                case .conflict:
+                case (.conflict, _):
                     throw LocifyError.conflict(stored.state)
                 default:
                     return stored

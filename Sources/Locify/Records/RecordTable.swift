@@ -30,8 +30,8 @@ protocol RecordTable {
     /// whatever a pending cascade must settle for that write (`PendingCascades`).
     static func findForWrite(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Record?
 
-    /// Inserts the draft as a new record, version 1, stamped `stamp`, every field at `at`; returns
-    /// the record.
+    /// Inserts the draft as a new record, version 1, stamped `stamp`, every field at `at` (no
+    /// `field_stamps`: NULL, migrations/0009); returns the record.
     static func insertQuery(
         userID: String, _ draft: Draft, _ placement: Placement, at: Timestamp, createdAt: Timestamp, stamp: Int64
     ) -> PostgresQuery
@@ -55,8 +55,9 @@ protocol RecordTable {
         clock: FieldLastWriteWins<Record.Field>.Clock, over stored: Record, stamp: Int64
     ) throws -> Record
 
-    /// Turns the record into a tombstone deleted at `at`, version + 1; returns the tombstone.
-    static func tombstoneQuery(userID: String, id: UUID, at: Timestamp, stamp: Int64) -> PostgresQuery
+    /// Turns the record into a tombstone with `clock` (deleted at `clock.deletedAt`, each field's
+    /// stamp kept), version + 1; returns the tombstone.
+    static func tombstoneQuery(userID: String, id: UUID, clock: FieldLastWriteWins<Record.Field>.Clock, stamp: Int64) -> PostgresQuery
 
     /// One live record (nil when there is no such live record), gated.
     static func getQuery(_ caller: Caller, id: UUID) -> GatedRead<Record?>
@@ -91,9 +92,11 @@ extension RecordTable {
         try connection.query(insertIfNewQuery(caller, draft, at: at, createdAt: createdAt)).first.map(columns.decode)
     }
 
-    /// Turns the record into a tombstone deleted at `at`: version + 1.
-    static func tombstone(_ connection: PostgresConnection, userID: String, id: UUID, at: Timestamp, stamp: Int64) throws -> Record {
-        try single(connection.query(tombstoneQuery(userID: userID, id: id, at: at, stamp: stamp)))
+    /// Turns the record into a tombstone with `clock`: version + 1.
+    static func tombstone(
+        _ connection: PostgresConnection, userID: String, id: UUID, clock: FieldLastWriteWins<Record.Field>.Clock, stamp: Int64
+    ) throws -> Record {
+        try single(connection.query(tombstoneQuery(userID: userID, id: id, clock: clock, stamp: stamp)))
     }
 }
 
@@ -125,9 +128,4 @@ extension Page where Record: StoredRecord {
         self.init(
             records: rows.compactMap(\.record), totalCount: rows.first?.total ?? 0, page: request.page, size: request.size)
     }
-}
-
-extension FieldLastWriteWins.Clock {
-    /// The `field_stamps` of a record written whole at `at` (an insert).
-    static func wholeStamps(at: Timestamp) -> [Int64] { Self(writtenWhole: at).milliseconds }
 }

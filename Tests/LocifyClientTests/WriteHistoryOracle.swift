@@ -84,8 +84,8 @@ struct StampRange: Equatable, CustomStringConvertible {
 }
 
 /// The oracle of the multi-device soak (issue 22 item 2, per field since issue 36): a model of
-/// the server's rules, written from openapi.yaml ("Writes in any order") and docs/FIELD_MERGE.md,
-/// independently of the server's code and of `FieldLastWriteWins`.
+/// the server's rules, written from openapi.yaml ("Writes in any order") and docs/ARCHITECTURE.md
+/// ("Field-level last write wins"), independently of the server's code and of `FieldLastWriteWins`.
 ///
 /// It replays every change the devices pushed, in the order the server applied them. Each field
 /// of a record (a category's name and icon; a location's category, name, address, description,

@@ -146,6 +146,7 @@ extension PushChange {
     var localImageURLs: [String] {
         switch self {
         case .createLocation(let write), .updateLocation(let write): write.imageURLs.filter(LocalImage.isLocal)
+        case .patchLocation(let patch): patch.values.imageURLs.filter(LocalImage.isLocal)
         default: []
         }
     }
@@ -160,6 +161,8 @@ extension PushChange {
         case .updateLocation(var write):
             write.imageURLs.removeAll(where: LocalImage.isLocal)
             return .updateLocation(write)
+        case .patchLocation(let patch):
+            return .patchLocation(patch.with(imageURLs: patch.values.imageURLs.filter { !LocalImage.isLocal($0) }))
         default:
             return self
         }
@@ -185,6 +188,8 @@ extension StoreTransaction {
         let kept: Set<String>
         switch change {
         case .createLocation(let write), .updateLocation(let write): kept = Set(write.imageURLs)
+        case .patchLocation(let patch) where patch.fields.contains(.imageURLs): kept = Set(patch.values.imageURLs)
+        case .patchLocation: return change  // the photos stay as they are
         default: kept = []
         }
         var queue = metadata.pendingImages.filter { $0.locationID != id || kept.contains($0.url) }
@@ -322,7 +327,7 @@ extension SyncEngine {
                     try drop(image)
                     return
                 }
-                var draft = LocationDraft(current)
+                var draft = LocationDraft(editing: current)
                 draft.imageURLs = draft.imageURLs.replacing(image.url, with: remote)
                 try saveLocation(draft, resolving: nil)
             } catch {
@@ -335,7 +340,7 @@ extension SyncEngine {
                 transaction.dequeue(image)
                 if var current = try transaction.location(image.locationID), current.imageURLs.contains(image.url) {
                     current.imageURLs.removeAll { $0 == image.url }
-                    transaction.upsert(current)
+                    transaction.upsert(current, clock: try transaction.clock(of: current))
                 }
                 transaction.events.append(.imageMissing(locationID: image.locationID, url: image.url))
                 try commit(&transaction)

@@ -25,6 +25,10 @@ public protocol LocalStore: Sendable {
     func locationCount(_ query: LocalQuery) throws -> Int
     /// The ids of the live locations of category `id`.
     func locationIDs(inCategory id: UUID) throws -> [UUID]
+    /// When each field of record `id` was last written (issue 36: the field clock last write wins
+    /// merges by), in milliseconds, in `CategoryField` or `LocationField` order; nil when the
+    /// store has none for it (every field then counts as written at the record's `updatedAt`).
+    func fieldStamps(of kind: RecordKind, id: UUID) throws -> [Int64]?
     /// Every pending outbox entry, in the order made.
     func outbox() throws -> [OutboxEntry]
     /// The changes the server refused that the app has not retried or discarded, in the order made.
@@ -45,6 +49,9 @@ extension LocalStore {
 
     /// Nothing to do for a store without secondary indexes.
     public func bulkLoad(_ active: Bool) throws {}
+
+    /// No field stamps: every field of a record counts as written at its `updatedAt`.
+    public func fieldStamps(of kind: RecordKind, id: UUID) throws -> [Int64]? { nil }
 }
 
 /// What a store keeps beside the records.
@@ -90,6 +97,11 @@ public struct LocalChanges: Sendable, Hashable {
     public var upsertedLocations: [Location] = []
     /// Locations to remove (absent ids are ignored).
     public var removedLocationIDs: [UUID] = []
+    /// The field stamps (``LocalStore/fieldStamps(of:id:)``) of the categories upserted, by id;
+    /// one upserted without an entry has none.
+    public var categoryFieldStamps: [UUID: [Int64]] = [:]
+    /// The field stamps of the locations upserted, by id.
+    public var locationFieldStamps: [UUID: [Int64]] = [:]
     /// New outbox entries, or new versions of existing ones (same id).
     public var upsertedOutbox: [OutboxEntry] = []
     /// Outbox entries to drop: acknowledged by the server or folded into a later change.
@@ -201,6 +213,8 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
     private var failure: (any Error)?
     /// The live queries to tell of each commit (LocalQueries.swift).
     let observers = StoreObservers()
+    /// The records' field stamps, by kind and id (guarded by `lock`).
+    private var stamps: [RecordKind: [UUID: [Int64]]] = [:]
 
     /// A store starting from `snapshot` (empty by default).
     public init(_ snapshot: LocalSnapshot = LocalSnapshot()) {
@@ -260,6 +274,13 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
         locked { $0.locations.values.filter { $0.categoryID == id }.map(\.id) }
     }
 
+    /// The field stamps of record `id`, as last upserted.
+    public func fieldStamps(of kind: RecordKind, id: UUID) throws -> [Int64]? {
+        lock.lock()
+        defer { lock.unlock() }
+        return stamps[kind]?[id]
+    }
+
     /// The pending outbox entries, in the order made.
     public func outbox() throws -> [OutboxEntry] { locked { $0.outbox } }
 
@@ -271,13 +292,26 @@ public final class InMemoryStore: LocalStore, @unchecked Sendable {
         try locked { snapshot in
             if let failure { throw failure }
             snapshot.apply(changes)
+            for (kind, upserted, written) in [
+                (RecordKind.category, changes.upsertedCategories.map(\.id), changes.categoryFieldStamps),
+                (.location, changes.upsertedLocations.map(\.id), changes.locationFieldStamps),
+            ] {
+                for id in upserted { stamps[kind, default: [:]][id] = written[id] }
+            }
+            if changes.resetRecords != nil || !changes.removedCategoryIDs.isEmpty || !changes.removedLocationIDs.isEmpty {
+                stamps[.category] = stamps[.category]?.filter { snapshot.categories[$0.key] != nil }
+                stamps[.location] = stamps[.location]?.filter { snapshot.locations[$0.key] != nil }
+            }
         }
         observers.notify()
     }
 
     /// Removes everything.
     public func erase() throws {
-        locked { $0 = LocalSnapshot() }
+        locked {
+            $0 = LocalSnapshot()
+            stamps = [:]
+        }
         observers.notify()
     }
 }

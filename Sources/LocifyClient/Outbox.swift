@@ -1,4 +1,5 @@
 import Foundation
+import LocifyRules
 
 /// A local change waiting for the server, stamped with the device time the user made it.
 public struct OutboxEntry: Codable, Sendable, Hashable, Identifiable {
@@ -32,10 +33,11 @@ public struct OutboxEntry: Codable, Sendable, Hashable, Identifiable {
         return false
     }
 
-    /// For a location create or update, the category it puts the location in.
+    /// For a location create, update or patch of its category, the category it puts the location in.
     var locationCategory: UUID? {
         switch change {
         case .createLocation(let write), .updateLocation(let write): return write.categoryID
+        case .patchLocation(let patch) where patch.fields.contains(.categoryID): return patch.values.categoryID
         default: return nil
         }
     }
@@ -138,8 +140,14 @@ struct OutboxState: Sendable, Hashable {
     // MARK: Enqueueing
 
     /// Queues `change`, folded into the record's pending change when that keeps every dependency:
-    /// - a write folds into the record's last pending write (not in flight, no delete after it),
-    ///   which keeps its place, its `create` action and its `created_at`;
+    /// - a create or update folds into the record's last pending write (not in flight, no delete
+    ///   after it), which keeps its place, its `create` action and its `created_at`;
+    /// - a patch folds into the record's last pending change when that is a create never sent
+    ///   (no other device can have written the record since); otherwise its fields leave the
+    ///   earlier pending patches not in flight (a patch left with none goes) and it is queued:
+    ///   consecutive edits coalesce field by field, each field keeping the time of its last edit,
+    ///   so an edit another device made meanwhile to a field a later patch does not carry is
+    ///   never overwritten with a time the device's edit did not have;
     /// - a location delete replaces the record's pending writes, and of a record the server never
     ///   saw (`serverMayKnow` false, nothing ever sent) it removes them and queues nothing;
     /// - a category delete replaces the category's pending updates; its pending create goes too
@@ -150,6 +158,8 @@ struct OutboxState: Sendable, Hashable {
         let pending = entries(of: key).filter { !inFlight.contains($0.id) }
         let mayKnow = serverMayKnow || entries(of: key).contains { $0.attempted || inFlight.contains($0.id) }
         switch change {
+        case .patchCategory, .patchLocation:
+            enqueue(patch: change, key: key, inFlight: inFlight)
         case .createCategory, .updateCategory, .createLocation, .updateLocation:
             if let last = entries(of: key).last, !inFlight.contains(last.id), !last.isDelete {
                 put(OutboxEntry(id: last.id, change: last.change.folding(change), attempted: last.attempted))
@@ -160,7 +170,7 @@ struct OutboxState: Sendable, Hashable {
             for entry in pending { remove(entry.id) }
             if mayKnow { append(change) }
         case .deleteCategory:
-            for entry in pending where entry.change.action == .update { remove(entry.id) }
+            for entry in pending where entry.change.action == .update || entry.change.action == .patch { remove(entry.id) }
             let creates = entries(of: key).filter { $0.change.action == .create && !inFlight.contains($0.id) }
             if !creates.isEmpty && !hasDependents(ofCategory: change.recordID) {
                 for entry in creates { remove(entry.id) }
@@ -169,8 +179,39 @@ struct OutboxState: Sendable, Hashable {
         }
     }
 
+    private mutating func enqueue(patch: PushChange, key: RecordKey, inFlight: Set<Int64>) {
+        let all = entries(of: key)
+        if let last = all.last, !inFlight.contains(last.id), last.change.action == .create, !last.attempted {
+            put(OutboxEntry(id: last.id, change: last.change.folding(patch), attempted: false))
+            return
+        }
+        // The earlier patches since the record's last pending delete give up the fields this one sets.
+        let carried = patch.fieldIndexes
+        for entry in all.reversed().prefix(while: { !$0.isDelete }) where entry.change.action == .patch && !inFlight.contains(entry.id) {
+            let rest = entry.change.removing(carried)
+            if rest.fieldIndexes.isEmpty {
+                remove(entry.id)
+            } else if rest != entry.change {
+                put(OutboxEntry(id: entry.id, change: rest, attempted: entry.attempted))
+            }
+        }
+        append(patch)
+    }
+
     private mutating func append(_ change: PushChange) {
         put(OutboxEntry(id: nextID, change: change))
+    }
+
+    /// Whether every field `entry` carries is carried again by a later pending write of its record
+    /// (made after it, no delete in between): whatever the server made of `entry`, this device's
+    /// own later write decides those fields.
+    func isSuperseded(_ entry: OutboxEntry) -> Bool {
+        var later: Set<Int> = []
+        for other in entries(of: entry.key) where other.id > entry.id {
+            if other.isDelete { return false }
+            later.formUnion(other.change.fieldIndexes)
+        }
+        return !entry.isDelete && entry.change.fieldIndexes.isSubset(of: later)
     }
 
     /// Whether a pending change needs category `id` live on the server.
@@ -181,12 +222,17 @@ struct OutboxState: Sendable, Hashable {
     }
 
     /// After the server refused or lost the record's create (it has no such record), the next
-    /// pending write of the record becomes a create, so it does not fail as an update of nothing.
-    mutating func promoteToCreate(_ key: RecordKey) {
-        guard var next = entries(of: key).first, next.change.action == .update else { return }
+    /// pending write of the record becomes a create, so it does not fail as an update of nothing:
+    /// an update with its own content, a patch with the whole record as the device holds it
+    /// (`wholeRecord`, at the patch's time).
+    mutating func promoteToCreate(_ key: RecordKey, wholeRecord: (Date?) -> PushChange?) {
+        guard var next = entries(of: key).first else { return }
         switch next.change {
         case .updateCategory(let write): next.change = .createCategory(write)
         case .updateLocation(let write): next.change = .createLocation(write)
+        case .patchCategory, .patchLocation:
+            guard let create = wholeRecord(next.change.updatedAt) else { return }
+            next.change = create
         default: return
         }
         put(next)
@@ -256,10 +302,40 @@ extension OutboxEntry {
 }
 
 extension PushChange {
+    /// The fields a write carries, by index (`CategoryField`/`LocationField` raw values): a
+    /// patch's, every field for a create or update, none for a delete.
+    var fieldIndexes: Set<Int> {
+        switch self {
+        case .patchCategory(let patch): Set(patch.fields.map(\.rawValue))
+        case .patchLocation(let patch): Set(patch.fields.map(\.rawValue))
+        case .createCategory, .updateCategory: Set(CategoryField.allCases.map(\.rawValue))
+        case .createLocation, .updateLocation: Set(LocationField.allCases.map(\.rawValue))
+        case .deleteCategory, .deleteLocation: []
+        }
+    }
+
+    /// This patch without the fields of index `indexes` (other changes as they are).
+    func removing(_ indexes: Set<Int>) -> PushChange {
+        switch self {
+        case .patchCategory(let patch): .patchCategory(patch.removing(Set(patch.fields.filter { indexes.contains($0.rawValue) })))
+        case .patchLocation(let patch): .patchLocation(patch.removing(Set(patch.fields.filter { indexes.contains($0.rawValue) })))
+        default: self
+        }
+    }
+
     /// This pending write with `newer`'s content and time: a create stays a create (the server
-    /// may never have seen the record) and keeps its `created_at`.
+    /// may never have seen the record) and keeps its `created_at`; a patch folded into a create
+    /// sets its fields in the create's content.
     func folding(_ newer: PushChange) -> PushChange {
         switch (self, newer) {
+        case (.createCategory(var write), .patchCategory(let patch)):
+            for field in patch.fields { write.take(field, from: patch.values) }
+            write.updatedAt = patch.updatedAt
+            return .createCategory(write)
+        case (.createLocation(var write), .patchLocation(let patch)):
+            for field in patch.fields { write.take(field, from: patch.values) }
+            write.updatedAt = patch.updatedAt
+            return .createLocation(write)
         case (.createCategory(let old), .createCategory(var write)), (.createCategory(let old), .updateCategory(var write)):
             write.createdAt = old.createdAt ?? write.createdAt
             return .createCategory(write)

@@ -135,6 +135,19 @@ public final class SQLiteStore: LocalStore, Sendable {
                     );
                     """)
         }
+        migrator.registerMigration("v4 field stamps") { db in
+            // Issue 36: when each field was last written, in milliseconds, comma-separated in
+            // `CategoryField`/`LocationField` order. A row of before was written whole: every
+            // field at its `updated_at`.
+            try db.execute(
+                sql: """
+                    ALTER TABLE category ADD COLUMN field_stamps TEXT;
+                    ALTER TABLE location ADD COLUMN field_stamps TEXT;
+                    UPDATE category SET field_stamps = printf('%d,%d', updated_at, updated_at);
+                    UPDATE location SET field_stamps = printf('%d,%d,%d,%d,%d,%d,%d', updated_at, updated_at, updated_at, updated_at,
+                        updated_at, updated_at, updated_at);
+                    """)
+        }
         return migrator
     }
 
@@ -194,6 +207,24 @@ public final class SQLiteStore: LocalStore, Sendable {
         }
     }
 
+    /// The field stamps of record `id` (nil when it has none).
+    public func fieldStamps(of kind: RecordKind, id: UUID) throws -> [Int64]? {
+        try reading { db in
+            let sql = kind == .category ? "SELECT field_stamps FROM category WHERE id = ?" : "SELECT field_stamps FROM location WHERE id = ?"
+            return try String.fetchOne(db.cachedStatement(sql: sql), arguments: [id.lowercased]).flatMap(Self.parseStamps)
+        }
+    }
+
+    /// Stamps as the `field_stamps` column holds them.
+    static func formatStamps(_ stamps: [Int64]?) -> String? {
+        stamps.map { $0.map(String.init).joined(separator: ",") }
+    }
+
+    static func parseStamps(_ text: String) -> [Int64]? {
+        let values = text.split(separator: ",").compactMap { Int64($0) }
+        return values.isEmpty ? nil : values
+    }
+
     /// The pending outbox entries, in the order made.
     public func outbox() throws -> [OutboxEntry] {
         try reading { db in
@@ -248,20 +279,23 @@ public final class SQLiteStore: LocalStore, Sendable {
             if !changes.upsertedCategories.isEmpty {
                 let statement = try db.cachedStatement(
                     sql: """
-                        INSERT OR REPLACE INTO category (id, user_id, name, icon, is_default, version, created_at, updated_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        INSERT OR REPLACE INTO category (id, user_id, name, icon, is_default, version, created_at, updated_at, field_stamps)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """)
-                for category in changes.upsertedCategories { try statement.execute(arguments: category.rowArguments) }
+                for category in changes.upsertedCategories {
+                    try statement.execute(arguments: category.rowArguments + [Self.formatStamps(changes.categoryFieldStamps[category.id])])
+                }
             }
             if !changes.upsertedLocations.isEmpty {
                 let statement = try db.cachedStatement(
                     sql: """
                         INSERT OR REPLACE INTO location (id, user_id, category_id, name, address, description, latitude, longitude,
-                            is_favorite, image_urls, version, created_at, updated_at, name_key, search_text)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            is_favorite, image_urls, version, created_at, updated_at, name_key, search_text, field_stamps)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """)
                 for location in changes.upsertedLocations {
-                    try statement.execute(arguments: location.rowArguments + location.listingArguments)
+                    try statement.execute(
+                        arguments: location.rowArguments + location.listingArguments + [Self.formatStamps(changes.locationFieldStamps[location.id])])
                 }
             }
             if !changes.removedOutboxIDs.isEmpty {

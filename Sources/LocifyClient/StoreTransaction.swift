@@ -1,4 +1,5 @@
 import Foundation
+import LocifyRules
 
 /// One change set in the making: reads see the store with this transaction's edits on top, edits
 /// are recorded, and ``changes`` is what one ``LocalStore/commit(_:)`` makes durable. Only the
@@ -11,6 +12,9 @@ struct StoreTransaction {
     /// Records written (a value) or removed (nil) by this transaction.
     private var categoryEdits: [UUID: Category?] = [:]
     private var locationEdits: [UUID: Location?] = [:]
+    /// The field clocks of the records written (issue 36).
+    private var categoryClocks: [UUID: CategoryClock] = [:]
+    private var locationClocks: [UUID: LocationClock] = [:]
     private var reset: LocalChanges.RecordReset?
     private var cursor: LocalChanges.CursorChange?
     private var boundUser: String?
@@ -39,10 +43,20 @@ struct StoreTransaction {
         var changes = LocalChanges()
         changes.resetRecords = reset
         for (id, category) in categoryEdits {
-            if let category { changes.upsertedCategories.append(category) } else { changes.removedCategoryIDs.append(id) }
+            if let category {
+                changes.upsertedCategories.append(category)
+                changes.categoryFieldStamps[id] = categoryClocks[id]?.milliseconds
+            } else {
+                changes.removedCategoryIDs.append(id)
+            }
         }
         for (id, location) in locationEdits {
-            if let location { changes.upsertedLocations.append(location) } else { changes.removedLocationIDs.append(id) }
+            if let location {
+                changes.upsertedLocations.append(location)
+                changes.locationFieldStamps[id] = locationClocks[id]?.milliseconds
+            } else {
+                changes.removedLocationIDs.append(id)
+            }
         }
         let (written, removed) = outbox.takeChanges()
         changes.upsertedOutbox = written
@@ -78,6 +92,19 @@ struct StoreTransaction {
         return try store.location(id: id)
     }
 
+    /// The field clock of `category` as stored (this transaction's, the store's, or every field at
+    /// its `updatedAt`).
+    func clock(of category: Category) throws -> CategoryClock {
+        if let clock = categoryClocks[category.id], categoryEdits[category.id] != nil { return clock }
+        return category.clock(stored: try store.fieldStamps(of: .category, id: category.id))
+    }
+
+    /// The field clock of `location` as stored.
+    func clock(of location: Location) throws -> LocationClock {
+        if let clock = locationClocks[location.id], locationEdits[location.id] != nil { return clock }
+        return location.clock(stored: try store.fieldStamps(of: .location, id: location.id))
+    }
+
     /// The live locations of category `id`, this transaction's edits included.
     func locationIDs(inCategory id: UUID) throws -> [UUID] {
         var ids = Set(try store.locationIDs(inCategory: id))
@@ -90,9 +117,18 @@ struct StoreTransaction {
 
     // MARK: Primitive edits
 
-    mutating func upsert(_ category: Category) { categoryEdits[category.id] = .some(category) }
+    mutating func upsert(_ category: Category, clock: CategoryClock) {
+        categoryEdits[category.id] = .some(category)
+        categoryClocks[category.id] = clock
+    }
+
     mutating func removeCategory(_ id: UUID) { categoryEdits[id] = .some(nil) }
-    mutating func upsert(_ location: Location) { locationEdits[location.id] = .some(location) }
+
+    mutating func upsert(_ location: Location, clock: LocationClock) {
+        locationEdits[location.id] = .some(location)
+        locationClocks[location.id] = clock
+    }
+
     mutating func removeLocation(_ id: UUID) { locationEdits[id] = .some(nil) }
 
     mutating func setCursor(_ value: String?) {
@@ -144,7 +180,19 @@ struct StoreTransaction {
     }
 
     mutating func removeOutbox(_ id: Int64) { outbox.remove(id) }
-    mutating func promoteToCreate(_ key: RecordKey) { outbox.promoteToCreate(key) }
+    /// After the server refused or lost the record's create, its next pending write becomes a
+    /// create of the record as the device holds it, so it does not fail as an edit of nothing.
+    mutating func promoteToCreate(_ key: RecordKey) throws {
+        let category = key.kind == .category ? try self.category(key.id) : nil
+        let location = key.kind == .location ? try self.location(key.id) : nil
+        outbox.promoteToCreate(
+            key,
+            wholeRecord: { at in
+                if let category { return .createCategory(CategoryWrite(category, at: at)) }
+                if let location { return PushChange.createLocation(LocationWrite(location, at: at)).withoutLocalImages }
+                return nil
+            })
+    }
     mutating func putOutbox(_ entry: OutboxEntry) { outbox.put(entry) }
 
     /// Removes every record without a pending change, but those of `seen`: the start of a
@@ -164,30 +212,37 @@ struct StoreTransaction {
 
     // MARK: Taking in the server's state
 
-    /// Takes in the server's current state of a record (a push result, the feed, a read). A record
-    /// with a pending local change keeps its local copy: that change is newer and will be pushed
-    /// (where last write wins settles it). A location in a category this device is deleting is
-    /// shown as that delete will leave it (removed, or moved to the target).
-    mutating func adopt(_ state: RecordState) throws {
+    /// Takes in the server's current state of a record (a push result, the feed, a read), with
+    /// the field clock `fieldUpdatedAt` the feed sends (without it, every field at the record's
+    /// `updated_at`). The device shows it with the record's pending writes decided on top, field by
+    /// field, by the server's rule (issue 36): a pending rename survives a pulled favourite and
+    /// the other way round. A record with a pending delete, or deleted on the server while a write
+    /// of it is pending, keeps its local copy until the push settles it. A location in a category
+    /// this device is deleting is shown as that delete will leave it (removed, or moved).
+    mutating func adopt(_ state: RecordState, fieldUpdatedAt: [String: Date]? = nil) throws {
         let key = RecordKey(kind: state.kind, id: state.id)
-        if outbox.hasPending(key) { return }
+        let pending = outbox.entries(of: key)
+        if pending.contains(where: \.isDelete) { return }
         switch state {
-        case .category(let category):
-            upsert(category)
-        case .tombstone(.category, let tombstone):
-            removeCategory(tombstone.id)
-        case .location(let location):
+        case .category(var category):
+            var clock = category.clock(fieldUpdatedAt: fieldUpdatedAt)
+            for entry in pending { category.decide(entry.change, clock: &clock) }
+            upsert(category, clock: clock)
+        case .tombstone(let kind, let tombstone):
+            if !pending.isEmpty { return }
+            if kind == .category { removeCategory(tombstone.id) } else { removeLocation(tombstone.id) }
+        case .location(var location):
+            var clock = location.clock(fieldUpdatedAt: fieldUpdatedAt)
+            for entry in pending { location.decide(entry.change, clock: &clock) }
             if let delete = outbox.pendingDelete(ofCategory: location.categoryID) {
                 if let target = delete.reassignTarget, let at = delete.change.updatedAt {
-                    upsert(try keepingPendingImages(location.moved(to: target, at: at)))
+                    upsert(try keepingPendingImages(location.moved(to: target, at: at)), clock: clock.stamping(.categoryID, at: at.timestamp))
                 } else {
                     removeLocation(location.id)
                 }
             } else {
-                upsert(try keepingPendingImages(location))
+                upsert(try keepingPendingImages(location), clock: clock)
             }
-        case .tombstone(.location, let tombstone):
-            removeLocation(tombstone.id)
         }
     }
 

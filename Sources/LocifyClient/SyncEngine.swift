@@ -184,17 +184,27 @@ public actor SyncEngine {
         let fields = try Self.checked { () throws(RuleViolation) in try CategoryFields(name: name, icon: icon) }
         let name = fields.name, icon = fields.icon
         var transaction = try begin(resolving: resolving)
-        let existing = try transaction.category(id)
-        let at = stamp(after: existing?.updatedAt)
-        var category = existing ?? Category(id: id, name: name, icon: icon, createdAt: at, updatedAt: at)
-        category.name = name
-        category.icon = icon
-        category.updatedAt = at
-        transaction.upsert(category)
-        let write = CategoryWrite(id: id, name: name, icon: icon, createdAt: category.createdAt, updatedAt: at)
-        transaction.enqueue(
-            existing == nil ? .createCategory(write) : .updateCategory(write), serverMayKnow: (existing?.version ?? 0) > 0,
-            inFlight: inFlight)
+        guard let existing = try transaction.category(id) else {
+            let at = stamp(after: nil)
+            let category = Category(id: id, name: name, icon: icon, createdAt: at, updatedAt: at)
+            transaction.upsert(category, clock: CategoryClock(writtenWhole: at.timestamp))
+            transaction.enqueue(.createCategory(CategoryWrite(category, at: at)), serverMayKnow: false, inFlight: inFlight)
+            try commit(&transaction)
+            return category
+        }
+        // An edit: a patch of the fields it changes (issue 36), none when it changes nothing.
+        var write = CategoryWrite(id: id, name: name, icon: icon, createdAt: existing.createdAt)
+        let changed = Set(CategoryField.allCases.filter { !existing.holds($0, of: write) })
+        if changed.isEmpty {
+            try commit(&transaction)
+            return existing
+        }
+        let at = stamp(after: existing.updatedAt)
+        write.updatedAt = at
+        var category = existing, clock = try transaction.clock(of: existing)
+        category.decide(.patch(changed), write, at: at, clock: &clock)
+        transaction.upsert(category, clock: clock)
+        transaction.enqueue(.patchCategory(CategoryPatch(write, fields: changed)), serverMayKnow: existing.version > 0, inFlight: inFlight)
         try commit(&transaction)
         return category
     }
@@ -208,8 +218,8 @@ public actor SyncEngine {
 
     /// ``saveLocation(_:)``, dropping refused change `resolving` in the same commit.
     @discardableResult
-    func saveLocation(_ draft: LocationDraft, resolving: Int64?) throws -> Location {
-        let merged = try draft.base == nil ? draft : draft.merged(onto: reading { try $0.location(id: draft.id) })
+    func saveLocation(_ original: LocationDraft, resolving: Int64?) throws -> Location {
+        let merged = try original.base == nil ? original : original.merged(onto: reading { try $0.location(id: original.id) })
         let draft = try withImageReferences(merged)
         let fields = try Self.checked { () throws(RuleViolation) in
             try LocationFields(
@@ -220,29 +230,33 @@ public actor SyncEngine {
         let categoryIsLive = try transaction.category(draft.categoryID) != nil
         try Self.checked { () throws(RuleViolation) in try LocationRules.checkCategory(isLive: categoryIsLive) }
         let existing = try transaction.location(draft.id)
+        // An edit is a patch (issue 36): of the fields changed since the draft's base, or of
+        // every field for a draft without one (a record the app built whole); none: no change.
+        let changed = existing == nil ? Set(LocationField.allCases) : original.changedFields
+        if changed.isEmpty, let existing {
+            try commit(&transaction)
+            return existing
+        }
         let at = stamp(after: existing?.updatedAt)
         let write = LocationWrite(
             id: draft.id, categoryID: draft.categoryID, name: fields.name, address: fields.address,
             description: fields.description, latitude: fields.latitude, longitude: fields.longitude,
             isFavorite: fields.isFavorite, imageURLs: draft.imageURLs, createdAt: existing?.createdAt ?? at, updatedAt: at)
-        var location =
-            existing
-            ?? Location(id: draft.id, categoryID: draft.categoryID, name: fields.name, latitude: 0, longitude: 0, createdAt: at, updatedAt: at)
-        location.categoryID = write.categoryID
-        location.name = write.name
-        location.address = write.address
-        location.description = write.description
-        location.latitude = write.latitude
-        location.longitude = write.longitude
-        location.isFavorite = write.isFavorite
-        location.imageURLs = write.imageURLs
-        location.updatedAt = at
-        transaction.upsert(location)
+        var location = Location(
+            id: write.id, categoryID: write.categoryID, name: write.name, address: write.address, description: write.description,
+            latitude: write.latitude, longitude: write.longitude, isFavorite: write.isFavorite, imageURLs: write.imageURLs,
+            createdAt: at, updatedAt: at)
+        var clock = LocationClock(writtenWhole: at.timestamp)
+        if let existing {
+            (location, clock) = (existing, try transaction.clock(of: existing))
+            location.decide(.patch(changed), write, at: at, clock: &clock)
+        }
+        transaction.upsert(location, clock: clock)
         transaction.enqueue(
-            existing == nil ? .createLocation(write) : .updateLocation(write), serverMayKnow: (existing?.version ?? 0) > 0,
-            inFlight: inFlight)
+            existing == nil ? .createLocation(write) : .patchLocation(LocationPatch(write, fields: changed)),
+            serverMayKnow: (existing?.version ?? 0) > 0, inFlight: inFlight)
         try commit(&transaction)
-        discardLocalFiles(of: existing, keeping: write.imageURLs)
+        discardLocalFiles(of: existing, keeping: location.imageURLs)
         return location
     }
 
@@ -294,7 +308,7 @@ public actor SyncEngine {
         let at = stamp(after: existing.updatedAt)
         for locationID in try transaction.locationIDs(inCategory: id) {
             if let reassignTo, let location = try transaction.location(locationID) {
-                transaction.upsert(location.moved(to: reassignTo, at: at))
+                transaction.upsert(location.moved(to: reassignTo, at: at), clock: try transaction.clock(of: location).stamping(.categoryID, at: at.timestamp))
             } else {
                 transaction.removeLocation(locationID)
             }
@@ -509,7 +523,7 @@ public actor SyncEngine {
             switch result.status {
             case .applied, .unknown:
                 counts.applied += 1
-                if let record = result.record { try transaction.adopt(record) }
+                if let record = result.record { try transaction.adopt(record, fieldUpdatedAt: result.fieldUpdatedAt) }
             case .conflict:
                 if let record = result.record, ownStamps.contains(record.updatedAt.locifyMilliseconds) {
                     // A replay that met what this device's own later change (a category delete
@@ -518,9 +532,16 @@ public actor SyncEngine {
                     try transaction.adopt(record)
                     continue
                 }
+                if transaction.outbox.isSuperseded(entry) {
+                    // Every field it carries, this device wrote again later (a create whose answer
+                    // was lost, replayed after its next edit was applied too): nothing is lost.
+                    counts.applied += 1
+                    if let record = result.record { try transaction.adopt(record, fieldUpdatedAt: result.fieldUpdatedAt) }
+                    continue
+                }
                 counts.conflicts += 1
                 if let record = result.record {
-                    try transaction.adopt(record)
+                    try transaction.adopt(record, fieldUpdatedAt: result.fieldUpdatedAt)
                     transaction.events.append(.conflictResolved(record))
                 }
                 if entry.isCategoryDelete { try restore(entry.key.id, reads, in: &transaction) }
@@ -553,7 +574,7 @@ public actor SyncEngine {
                     guard let state = reads.records[key] else { continue }
                     if let state { try transaction.adopt(state) } else { transaction.adoptAbsence(key) }
                 }
-                if known == .some(nil) { transaction.promoteToCreate(entry.key) }
+                if known == .some(nil) { try transaction.promoteToCreate(entry.key) }
                 if entry.isCategoryDelete { try restore(entry.key.id, reads, in: &transaction) }
             }
         }
@@ -742,10 +763,10 @@ public actor SyncEngine {
             progress.seen = nil
         }
         for page in progress.held {
-            for change in page.changes {
+            for (index, change) in page.changes.enumerated() {
                 if progress.seen != nil, let kind = change.kind, let id = change.id { progress.seen?.insert(RecordKey(kind: kind, id: id)) }
                 switch change {
-                case .upsert(let state): try transaction.adopt(state)
+                case .upsert(let state): try transaction.adopt(state, fieldUpdatedAt: page.fieldUpdatedAt(ofChange: index))
                 case .delete(let kind, let tombstone): try transaction.adopt(.tombstone(kind, tombstone))
                 case .unrecognized(let type, let action): transaction.events.append(.unrecognized("feed change \(type) \(action)"))
                 }
@@ -1025,6 +1046,15 @@ public struct LocationDraft: Sendable, Hashable {
     public init(_ location: Location) {
         self.init(editing: location)
         base = nil
+    }
+
+    /// The fields the user changed since ``base`` (every field without one).
+    var changedFields: Set<LocationField> {
+        guard let base else { return Set(LocationField.allCases) }
+        let write = LocationWrite(
+            id: id, categoryID: categoryID, name: name, address: address, description: description, latitude: latitude,
+            longitude: longitude, isFavorite: isFavorite, imageURLs: imageURLs)
+        return Set(LocationField.allCases.filter { !base.holds($0, of: write) })
     }
 
     /// The draft to save onto `current` (the location as it is now; nil when it is gone): the

@@ -31,9 +31,13 @@ public struct PushResult: Decodable, Sendable, Hashable {
     public var record: RecordState?
     /// For `conflict` (E008, with the server's record) and `error`.
     public var error: LocifyError?
+    /// When each field of `record` was last written (`field_updated_at`, by field), when the
+    /// server sends it (issue 36).
+    var fieldUpdatedAt: [String: Date]?
 
     enum CodingKeys: String, CodingKey {
         case type, id, status, data, error
+        case fieldUpdatedAt = "field_updated_at"
     }
 
     /// The result of a change the server refused with the whole request (a batch of one).
@@ -61,6 +65,7 @@ public struct PushResult: Decodable, Sendable, Hashable {
         case .location?: record = try container.decodeIfPresent(LocationOrTombstone.self, forKey: .data)?.state
         case nil: record = nil
         }
+        fieldUpdatedAt = try? container.decodeIfPresent([String: Date].self, forKey: .fieldUpdatedAt)
         if let body = try container.decodeIfPresent(ErrorBody.self, forKey: .error) {
             error = LocifyError(ServerError(status: 0, code: body.code, message: body.message), conflictRecord: record)
         }
@@ -136,10 +141,44 @@ public struct FeedPage: Decodable, Sendable, Hashable {
     public var serverTime: Date?
     /// `serverTime` with the device's times of the request and the answer, set by the engine.
     var timeSample: ServerTimeSample?
+    /// Each change's `field_updated_at` (issue 36: when each field of an upserted record was last
+    /// written), aligned with `changes`; nil where the server sent none.
+    var fieldUpdatedAt: [[String: Date]?] = []
 
     enum CodingKeys: String, CodingKey {
         case changes, cursor
         case hasMore = "has_more"
         case serverTime = "server_time"
+    }
+
+    /// One entry of `changes`: the change, and its record's field stamps.
+    private struct Entry: Decodable {
+        var change: FeedChange
+        var fieldUpdatedAt: [String: Date]?
+
+        enum CodingKeys: String, CodingKey {
+            case fieldUpdatedAt = "field_updated_at"
+        }
+
+        init(from decoder: any Decoder) throws {
+            change = try FeedChange(from: decoder)
+            fieldUpdatedAt = try decoder.container(keyedBy: CodingKeys.self).decodeIfPresent([String: Date].self, forKey: .fieldUpdatedAt)
+        }
+    }
+
+    /// Decodes `{"changes", "cursor", "has_more", "server_time"}`, each change with its `field_updated_at`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let entries = try container.decode([Entry].self, forKey: .changes)
+        changes = entries.map(\.change)
+        fieldUpdatedAt = entries.map(\.fieldUpdatedAt)
+        cursor = try container.decode(String.self, forKey: .cursor)
+        hasMore = try container.decode(Bool.self, forKey: .hasMore)
+        serverTime = try container.decodeIfPresent(Date.self, forKey: .serverTime)
+    }
+
+    /// The field stamps of change `index` (nil when the server sent none).
+    func fieldUpdatedAt(ofChange index: Int) -> [String: Date]? {
+        fieldUpdatedAt.indices.contains(index) ? fieldUpdatedAt[index] : nil
     }
 }

@@ -168,6 +168,21 @@ extension SyncEngine {
             try saveCategory(id: write.id, name: write.name, icon: write.icon, resolving: id)
         case .createLocation(let write), .updateLocation(let write):
             try saveLocation(withPendingImages(LocationDraft(write)), resolving: id)
+        case .patchCategory(let patch):
+            guard let current = try await category(id: patch.id) else { throw LocifyError(RuleViolation.notFound("category")) }
+            var write = CategoryWrite(current, at: nil)
+            for field in patch.fields { write.take(field, from: patch.values) }
+            try saveCategory(id: patch.id, name: write.name, icon: write.icon, resolving: id)
+        case .patchLocation(let patch):
+            // The patch's fields again, onto the place as it is now.
+            guard let current = try await location(id: patch.id) else { throw LocifyError(RuleViolation.notFound("location")) }
+            var write = LocationWrite(current, at: nil)
+            for field in patch.fields { write.take(field, from: patch.values) }
+            var draft = LocationDraft(editing: current)
+            (draft.categoryID, draft.name, draft.address, draft.description) = (write.categoryID, write.name, write.address, write.description)
+            (draft.latitude, draft.longitude, draft.isFavorite, draft.imageURLs) = (write.latitude, write.longitude, write.isFavorite, write.imageURLs)
+            if patch.fields.contains(.imageURLs) { draft = try withPendingImages(draft) }
+            try saveLocation(draft, resolving: id)
         case .deleteLocation(let write):
             if try await location(id: write.id) == nil { return try discardRefusedChange(id: id) }
             try deleteLocation(id: write.id, resolving: id)

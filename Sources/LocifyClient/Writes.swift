@@ -1,4 +1,5 @@
 import Foundation
+import LocifyRules
 
 /// The body of a category create or replace: the editable fields and the device's `updated_at`.
 public struct CategoryWrite: Codable, Sendable, Hashable {
@@ -111,6 +112,208 @@ public struct LocationWrite: Codable, Sendable, Hashable {
     }
 }
 
+/// The body of a partial write of a category (push `"action": "patch"`, issue 36): the fields an
+/// edit changed and its time. The server sets each of them whose own time is older, so an edit
+/// of another field made on another device meanwhile is kept (field-level last write wins).
+public struct CategoryPatch: Sendable, Hashable {
+    /// The category's id.
+    public var id: UUID
+    /// The fields the patch carries (at least one); only these are sent.
+    public private(set) var fields: Set<CategoryField>
+    /// The carried fields' values (the others are blank and never sent).
+    public private(set) var values: CategoryWrite
+    /// When the user made the change on the device.
+    public var updatedAt: Date? {
+        get { values.updatedAt }
+        set { values.updatedAt = newValue }
+    }
+
+    /// A patch of `fields` of `write` (its id and time too); the other values are blanked.
+    public init(_ write: CategoryWrite, fields: Set<CategoryField>) {
+        id = write.id
+        self.fields = fields
+        values = CategoryWrite(id: write.id, name: "", updatedAt: write.updatedAt)
+        for field in fields { values.take(field, from: write) }
+    }
+
+    /// This patch without `dropped` (set again by a later pending edit).
+    func removing(_ dropped: Set<CategoryField>) -> CategoryPatch {
+        CategoryPatch(values, fields: fields.subtracting(dropped))
+    }
+}
+
+extension CategoryPatch: Codable {
+    /// Decodes a patch from the fields present in `data` (`icon: null` clears the icon).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CategoryWrite.CodingKeys.self)
+        var write = CategoryWrite(id: try container.decode(UUID.self, forKey: .id), name: "")
+        write.updatedAt = try container.decodeIfPresent(Date.self, forKey: .updatedAt)
+        var fields: Set<CategoryField> = []
+        if container.contains(.name) {
+            write.name = try container.decode(String.self, forKey: .name)
+            fields.insert(.name)
+        }
+        if container.contains(.icon) {
+            write.icon = try container.decodeIfPresent(String.self, forKey: .icon)
+            fields.insert(.icon)
+        }
+        self.init(write, fields: fields)
+    }
+
+    /// Encodes `id`, `updated_at` (when set) and the carried fields only.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CategoryWrite.CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        if fields.contains(.name) { try container.encode(values.name, forKey: .name) }
+        if fields.contains(.icon) { try container.encode(values.icon, forKey: .icon) }
+        try container.encodeIfPresent(updatedAt, forKey: .updatedAt)
+    }
+}
+
+/// The body of a partial write of a location (push `"action": "patch"`, issue 36): the fields an
+/// edit changed and its time. `latitude` and `longitude` are one field (``LocationField/coordinates``).
+public struct LocationPatch: Sendable, Hashable {
+    /// The location's id.
+    public var id: UUID
+    /// The fields the patch carries (at least one); only these are sent.
+    public private(set) var fields: Set<LocationField>
+    /// The carried fields' values (the others are blank and never sent).
+    public private(set) var values: LocationWrite
+    /// When the user made the change on the device.
+    public var updatedAt: Date? {
+        get { values.updatedAt }
+        set { values.updatedAt = newValue }
+    }
+
+    /// A patch of `fields` of `write` (its id and time too); the other values are blanked.
+    public init(_ write: LocationWrite, fields: Set<LocationField>) {
+        id = write.id
+        self.fields = fields
+        values = LocationPatch.blank(id: write.id, updatedAt: write.updatedAt)
+        for field in fields { values.take(field, from: write) }
+    }
+
+    /// This patch with the image list `imageURLs` (when it carries the list).
+    func with(imageURLs: [String]) -> LocationPatch {
+        var write = values
+        write.imageURLs = imageURLs
+        return LocationPatch(write, fields: fields)
+    }
+
+    /// This patch without `dropped` (set again by a later pending edit).
+    func removing(_ dropped: Set<LocationField>) -> LocationPatch {
+        LocationPatch(values, fields: fields.subtracting(dropped))
+    }
+
+    private static func blank(id: UUID, updatedAt: Date?) -> LocationWrite {
+        LocationWrite(id: id, categoryID: id, name: "", latitude: 0, longitude: 0, updatedAt: updatedAt)
+    }
+}
+
+extension LocationPatch: Codable {
+    /// Decodes a patch from the fields present in `data` (`null` clears an optional field;
+    /// `latitude` and `longitude` come together).
+    public init(from decoder: any Decoder) throws {
+        typealias Key = LocationWrite.CodingKeys
+        let container = try decoder.container(keyedBy: Key.self)
+        var write = LocationPatch.blank(
+            id: try container.decode(UUID.self, forKey: .id), updatedAt: try container.decodeIfPresent(Date.self, forKey: .updatedAt))
+        var fields: Set<LocationField> = []
+        if container.contains(.categoryID) {
+            write.categoryID = try container.decode(UUID.self, forKey: .categoryID)
+            fields.insert(.categoryID)
+        }
+        if container.contains(.name) {
+            write.name = try container.decode(String.self, forKey: .name)
+            fields.insert(.name)
+        }
+        if container.contains(.address) {
+            write.address = try container.decodeIfPresent(String.self, forKey: .address)
+            fields.insert(.address)
+        }
+        if container.contains(.description) {
+            write.description = try container.decodeIfPresent(String.self, forKey: .description)
+            fields.insert(.description)
+        }
+        if container.contains(.latitude) || container.contains(.longitude) {
+            write.latitude = try container.decode(Double.self, forKey: .latitude)
+            write.longitude = try container.decode(Double.self, forKey: .longitude)
+            fields.insert(.coordinates)
+        }
+        if container.contains(.isFavorite) {
+            write.isFavorite = try container.decode(Bool.self, forKey: .isFavorite)
+            fields.insert(.isFavorite)
+        }
+        if container.contains(.imageURLs) {
+            write.imageURLs = try container.decode([String].self, forKey: .imageURLs)
+            fields.insert(.imageURLs)
+        }
+        self.init(write, fields: fields)
+    }
+
+    /// Encodes `id`, `updated_at` (when set) and the carried fields only (`null` clears).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: LocationWrite.CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        for field in LocationField.allCases where fields.contains(field) {
+            switch field {
+            case .categoryID: try container.encode(values.categoryID, forKey: .categoryID)
+            case .name: try container.encode(values.name, forKey: .name)
+            case .address: try container.encode(values.address, forKey: .address)
+            case .description: try container.encode(values.description, forKey: .description)
+            case .coordinates:
+                try container.encode(values.latitude, forKey: .latitude)
+                try container.encode(values.longitude, forKey: .longitude)
+            case .isFavorite: try container.encode(values.isFavorite, forKey: .isFavorite)
+            case .imageURLs: try container.encode(values.imageURLs, forKey: .imageURLs)
+            }
+        }
+        try container.encodeIfPresent(updatedAt, forKey: .updatedAt)
+    }
+}
+
+extension CategoryWrite {
+    /// Sets `field` to `write`'s value of it.
+    mutating func take(_ field: CategoryField, from write: CategoryWrite) {
+        switch field {
+        case .name: name = write.name
+        case .icon: icon = write.icon
+        }
+    }
+}
+
+extension LocationWrite {
+    /// Sets `field` to `write`'s value of it.
+    mutating func take(_ field: LocationField, from write: LocationWrite) {
+        switch field {
+        case .categoryID: categoryID = write.categoryID
+        case .name: name = write.name
+        case .address: address = write.address
+        case .description: description = write.description
+        case .coordinates: (latitude, longitude) = (write.latitude, write.longitude)
+        case .isFavorite: isFavorite = write.isFavorite
+        case .imageURLs: imageURLs = write.imageURLs
+        }
+    }
+}
+
+extension CategoryWrite {
+    /// The whole of `category` as a write made at `at`.
+    init(_ category: Category, at: Date?) {
+        self.init(id: category.id, name: category.name, icon: category.icon, createdAt: category.createdAt, updatedAt: at)
+    }
+}
+
+extension LocationWrite {
+    /// The whole of `location` as a write made at `at`.
+    init(_ location: Location, at: Date?) {
+        self.init(
+            id: location.id, categoryID: location.categoryID, name: location.name, address: location.address,
+            description: location.description, latitude: location.latitude, longitude: location.longitude,
+            isFavorite: location.isFavorite, imageURLs: location.imageURLs, createdAt: location.createdAt, updatedAt: at)
+    }
+}
+
 /// The body of a delete: the deletion's time and, for a category, where its locations move.
 public struct DeleteWrite: Codable, Sendable, Hashable {
     /// The record to delete.
@@ -151,17 +354,21 @@ public enum PushChange: Codable, Sendable, Hashable {
     case createLocation(LocationWrite)
     case updateLocation(LocationWrite)
     case deleteLocation(DeleteWrite)
+    /// The fields of a category one edit changed (issue 36).
+    case patchCategory(CategoryPatch)
+    /// The fields of a location one edit changed (issue 36).
+    case patchLocation(LocationPatch)
 
-    /// `create`, `update` or `delete`.
+    /// `create`, `update`, `patch` or `delete`.
     public enum Action: String, Codable, Sendable, Hashable {
-        case create, update, delete
+        case create, update, patch, delete
     }
 
     /// Whether the change is about a category or a location (`type` in the message).
     public var kind: RecordKind {
         switch self {
-        case .createCategory, .updateCategory, .deleteCategory: return .category
-        case .createLocation, .updateLocation, .deleteLocation: return .location
+        case .createCategory, .updateCategory, .deleteCategory, .patchCategory: return .category
+        case .createLocation, .updateLocation, .deleteLocation, .patchLocation: return .location
         }
     }
 
@@ -170,6 +377,7 @@ public enum PushChange: Codable, Sendable, Hashable {
         switch self {
         case .createCategory, .createLocation: return .create
         case .updateCategory, .updateLocation: return .update
+        case .patchCategory, .patchLocation: return .patch
         case .deleteCategory, .deleteLocation: return .delete
         }
     }
@@ -180,6 +388,8 @@ public enum PushChange: Codable, Sendable, Hashable {
         case .createCategory(let write), .updateCategory(let write): return write.id
         case .createLocation(let write), .updateLocation(let write): return write.id
         case .deleteCategory(let write), .deleteLocation(let write): return write.id
+        case .patchCategory(let patch): return patch.id
+        case .patchLocation(let patch): return patch.id
         }
     }
 
@@ -189,6 +399,8 @@ public enum PushChange: Codable, Sendable, Hashable {
         case .createCategory(let write), .updateCategory(let write): return write.updatedAt
         case .createLocation(let write), .updateLocation(let write): return write.updatedAt
         case .deleteCategory(let write), .deleteLocation(let write): return write.updatedAt
+        case .patchCategory(let patch): return patch.updatedAt
+        case .patchLocation(let patch): return patch.updatedAt
         }
     }
 
@@ -196,8 +408,8 @@ public enum PushChange: Codable, Sendable, Hashable {
     /// location changes (1), then category deletes (2).
     public var applicationGroup: Int {
         switch self {
-        case .createCategory, .updateCategory: return 0
-        case .createLocation, .updateLocation, .deleteLocation: return 1
+        case .createCategory, .updateCategory, .patchCategory: return 0
+        case .createLocation, .updateLocation, .patchLocation, .deleteLocation: return 1
         case .deleteCategory: return 2
         }
     }
@@ -214,9 +426,11 @@ public enum PushChange: Codable, Sendable, Hashable {
         switch (kind, action) {
         case (.category, .create): self = .createCategory(try container.decode(CategoryWrite.self, forKey: .data))
         case (.category, .update): self = .updateCategory(try container.decode(CategoryWrite.self, forKey: .data))
+        case (.category, .patch): self = .patchCategory(try container.decode(CategoryPatch.self, forKey: .data))
         case (.category, .delete): self = .deleteCategory(try container.decode(DeleteWrite.self, forKey: .data))
         case (.location, .create): self = .createLocation(try container.decode(LocationWrite.self, forKey: .data))
         case (.location, .update): self = .updateLocation(try container.decode(LocationWrite.self, forKey: .data))
+        case (.location, .patch): self = .patchLocation(try container.decode(LocationPatch.self, forKey: .data))
         case (.location, .delete): self = .deleteLocation(try container.decode(DeleteWrite.self, forKey: .data))
         }
     }
@@ -230,6 +444,8 @@ public enum PushChange: Codable, Sendable, Hashable {
         case .createCategory(let write), .updateCategory(let write): try container.encode(write, forKey: .data)
         case .createLocation(let write), .updateLocation(let write): try container.encode(write, forKey: .data)
         case .deleteCategory(let write), .deleteLocation(let write): try container.encode(write, forKey: .data)
+        case .patchCategory(let patch): try container.encode(patch, forKey: .data)
+        case .patchLocation(let patch): try container.encode(patch, forKey: .data)
         }
     }
 }

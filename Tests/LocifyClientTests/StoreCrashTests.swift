@@ -115,6 +115,17 @@ struct StoreCrashTests {
             case .createLocation(let write), .updateLocation(let write):
                 if deletedCategories.contains(write.categoryID) { continue }  // removed or moved by the pending delete
                 #expect(locations[write.id]?.name == write.name, "round \(round): location \(write.name) is as its pending change says")
+            case .patchCategory(let patch) where patch.fields.contains(.name):
+                #expect(categories[patch.id]?.name == patch.values.name, "round \(round): category \(patch.values.name) is as its pending patch says")
+            case .patchLocation(let patch) where patch.fields.contains(.name):
+                // A place in a category with a pending delete is removed or moved by it.
+                if let location = locations[patch.id], !deletedCategories.contains(location.categoryID) {
+                    #expect(location.name == patch.values.name, "round \(round): location \(patch.values.name) is as its pending patch says")
+                } else if deletedCategories.isEmpty {
+                    Issue.record("round \(round): location \(patch.values.name) with a pending patch is gone")
+                }
+            case .patchCategory, .patchLocation:
+                continue
             }
         }
         return outbox.count

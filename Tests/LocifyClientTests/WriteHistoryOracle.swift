@@ -1,4 +1,5 @@
 import Foundation
+import LocifyRules
 import Synchronization
 import Testing
 
@@ -82,19 +83,21 @@ struct StampRange: Equatable, CustomStringConvertible {
     var description: String { low == high ? "\(low)" : "\(low)...\(high)" }
 }
 
-/// The oracle of the multi-device soak (issue 22 item 2): a model of the server's rules, written
-/// from API.md and openapi.yaml ("Writes in any order"), independently of the server's code.
+/// The oracle of the multi-device soak (issue 22 item 2, per field since issue 36): a model of
+/// the server's rules, written from openapi.yaml ("Writes in any order") and docs/ARCHITECTURE.md
+/// ("Field-level last write wins"), independently of the server's code and of `FieldLastWriteWins`.
 ///
-/// It replays every change the devices pushed, in the order the server applied them, and checks
-/// that the server's answer to each is one the rules allow: last write wins on each record's own
-/// newest write (a future time clamped to the server's clock, a delete winning a tie, an identical
-/// write at the same time a replay), a location shown where the category its own newest write
-/// named shows it (live: in it; deleted with a reassign: in the target, followed; deleted with a
-/// cascade or a loop of reassigns: deleted, with its own time), a location write kept when it wins
-/// even if its category is deleted, a write naming what the user never had refused. Then the
-/// replay must end in the server's final state, record by record, and each device's last write to
-/// each record is accounted for: it is the final state, or a named write superseded it, or a named
-/// category delete moved or hid it. Nothing is excused.
+/// It replays every change the devices pushed, in the order the server applied them. Each field
+/// of a record (a category's name and icon; a location's category, name, address, description,
+/// coordinates, favourite and photos) keeps the value of the newest write that carried it, by
+/// each write's own time (a future time clamped to the server's clock; at one time, the first to
+/// arrive stays); the newest delete hides the record while no field is newer (a delete wins a
+/// tie); a write of an id never created, or naming a category never created, is not kept; a
+/// location is shown where the category its category field names shows it (live: in it; deleted
+/// with a reassign: in the target, followed; else hidden). At the end, every field of every
+/// record the server holds must be its newest write, and every record shown or hidden as the
+/// rules say; each device's writes must have reached the server (or been superseded on the
+/// device by its own later write of the record). Nothing is excused.
 struct WriteHistoryOracle {
     /// A write that reached the server, for messages.
     struct WriteRef: CustomStringConvertible {
@@ -108,146 +111,63 @@ struct WriteHistoryOracle {
             if case .deleteCategory(let delete) = change, let target = delete.reassignCategoryID {
                 text += " to \(target.uuidString.prefix(4))"
             }
-            if case .createLocation(let write) = change { text += " in \(write.categoryID.uuidString.prefix(4))" }
-            if case .updateLocation(let write) = change { text += " in \(write.categoryID.uuidString.prefix(4))" }
+            let values = WriteHistoryOracle.values(of: change)
+            if !values.isEmpty, change.action == .patch {
+                text += " {" + values.keys.sorted().map { WriteHistoryOracle.fieldName(change.kind, $0) }.joined(separator: ",") + "}"
+            }
+            if let category = values[LocationField.categoryID.rawValue], change.kind == .location { text += " in \(category.prefix(4))" }
             return text
         }
     }
 
-    /// A record's own newest write, as the server keeps it.
-    enum Own {
-        case absent
-        case category(name: String, icon: String?, at: StampRange, by: WriteRef)
-        case location(LocationWrite, at: StampRange, by: WriteRef)
-        case deleted(at: StampRange, reassignTo: UUID?, by: WriteRef)
+    /// One field as the server keeps it: its value, the time of the write that set it, that write.
+    struct FieldState {
+        var value: String
+        var at: StampRange
+        var by: WriteRef
+    }
 
-        var writer: WriteRef? {
-            switch self {
-            case .absent: return nil
-            case .category(_, _, _, let by), .location(_, _, let by), .deleted(_, _, let by): return by
-            }
+    /// A record as the server keeps it.
+    struct RecordModel {
+        var fields: [Int: FieldState] = [:]
+        /// The newest kept delete.
+        var delete: (at: StampRange, reassignTo: UUID?, by: WriteRef)?
+        /// Fields whose newest write the replay could not tell (clamped times that overlap).
+        var ambiguous: Set<Int> = []
+
+        /// The newest field's time (its upper bound).
+        var newestField: StampRange? {
+            fields.values.map(\.at).max { $0.high < $1.high }
         }
 
-        var at: StampRange? {
-            switch self {
-            case .absent: return nil
-            case .category(_, _, let at, _), .location(_, let at, _), .deleted(let at, _, _): return at
-            }
-        }
-
+        /// Whether the newest delete hides the record (a delete wins a tie).
         var isDeleted: Bool {
-            if case .deleted = self { return true }
-            return false
+            guard let delete else { return false }
+            guard let newest = newestField else { return true }
+            return delete.at.low >= newest.high
         }
     }
 
-    /// What the server shows of a record: the state the feed reports.
-    enum Shown: Equatable, CustomStringConvertible {
-        case absent
-        /// Live (a location with the category it is shown in), with its `updated_at`.
-        case live(category: UUID?, at: StampRange)
-        /// A tombstone with its `deleted_at`.
-        case gone(at: StampRange)
-
-        var isGone: Bool {
-            if case .live = self { return false }
-            return true
-        }
-
-        var description: String {
-            switch self {
-            case .absent: return "absent"
-            case .live(let category, let at): return "live@\(at)" + (category.map { " in \($0.uuidString.prefix(4))" } ?? "")
-            case .gone(let at): return "deleted@\(at)"
-            }
-        }
-    }
-
-    /// A record's state as the server reports it at the end (the feed, or the listings when the
-    /// tombstones may have been purged).
-    enum Final: Equatable, CustomStringConvertible {
-        case absent
-        case live(category: UUID?, at: Int64)
-        case tombstone(at: Int64)
-
-        init(_ record: RecordState) {
-            switch record {
-            case .category(let category): self = .live(category: nil, at: category.updatedAt.locifyMilliseconds)
-            case .location(let location): self = .live(category: location.categoryID, at: location.updatedAt.locifyMilliseconds)
-            case .tombstone(_, let tombstone): self = .tombstone(at: tombstone.deletedAt.locifyMilliseconds)
-            }
-        }
-
-        var description: String {
-            switch self {
-            case .absent: return "absent"
-            case .live(let category, let at): return "live@\(at)" + (category.map { " in \($0.uuidString.prefix(4))" } ?? "")
-            case .tombstone(let at): return "deleted@\(at)"
-            }
-        }
-    }
-
-    /// The last-write-wins verdict on one write (API.md section 5 and 11, openapi.yaml).
-    enum Verdict: Equatable {
-        /// Stored: the record's new own newest write.
-        case store
-        /// Same time and content: nothing changes.
-        case replay
-        /// A delete of a deleted record, not newer: nothing changes.
-        case alreadyDeleted
-        /// Older than the stored write (or a different write at the same time): 409 E008.
-        case conflict
-        /// An update or delete of an id never created: 404 E007.
-        case notFound
-    }
-
-    /// One observed change of a record, and what the replay made of it.
-    struct Step: CustomStringConvertible {
-        var write: WriteRef
-        var result: PushResult.Status
-        var errorCode: String?
-        var verdict: Verdict?
-        /// The record's own newest write after the change.
-        var after: Own
-        /// What the server showed of the record after the change.
-        var shown: Shown
-
-        var description: String {
-            let answer: String
-            switch result {
-            case .applied: answer = "applied"
-            case .conflict: answer = "conflict"
-            case .error: answer = errorCode ?? "error"
-            case .unknown(let status): answer = status
-            }
-            return "\(write) -> \(answer), \(shown)"
-        }
-    }
-
-    /// How each device's last write to a record ended.
+    /// How the replay and the final check went.
     struct Tally: CustomStringConvertible {
-        var kept = 0
-        var supersededByOtherDevice = 0
-        var supersededByOwnLaterWrite = 0
-        /// Locations moved to a reassign target or hidden by a category delete (named): the
-        /// server shows a location where the category its own newest write named shows it.
-        var followedCategory = 0
-        /// Verdicts that depended on when the server read its clock within a push's round trip
-        /// (a clamped time): the server's answer was one of those the rules allow.
+        /// Fields of live records checked against their newest write.
+        var fields = 0
+        /// Live records whose fields were last set by more than one device (merged field by field).
+        var merged = 0
+        /// Fields whose newest write depended on when the server read its clock (overlapping
+        /// clamped times): any of the candidates' values is accepted.
         var clampedAmbiguous = 0
         var unexplained: [String] = []
 
         var description: String {
-            "kept \(kept) superseded \(supersededByOtherDevice) own-later \(supersededByOwnLaterWrite)"
-                + " category-followed \(followedCategory) clamp-ambiguous \(clampedAmbiguous) unexplained \(unexplained.count)"
+            "fields \(fields) merged \(merged) clamp-ambiguous \(clampedAmbiguous) unexplained \(unexplained.count)"
         }
     }
 
-    private(set) var own: [RecordKey: Own] = [:]
-    private(set) var steps: [RecordKey: [Step]] = [:]
-    /// Answers the rules do not allow (a server departing from API.md), with the record's history.
+    private(set) var records: [RecordKey: RecordModel] = [:]
+    private(set) var steps: [RecordKey: [String]] = [:]
+    /// Answers the rules do not allow (a server departing from the contract), with the record's history.
     private(set) var departures: [String] = []
-    private(set) var clampedAmbiguous = 0
 
     /// The replay of `observations`, starting from the records the account held before (`initial`:
     /// the default categories the server provisions).
@@ -255,198 +175,154 @@ struct WriteHistoryOracle {
         for record in initial {
             let key = RecordKey(kind: record.kind, id: record.id)
             let at = StampRange(record.updatedAt.locifyMilliseconds)
-            switch record {
-            case .category(let category):
-                let write = CategoryWrite(id: category.id, name: category.name, icon: category.icon, updatedAt: category.updatedAt)
-                own[key] = .category(name: category.name, icon: category.icon, at: at, by: WriteRef(sequence: -1, device: "server", change: .createCategory(write)))
-            case .location(let location):
-                let write = LocationWrite(
-                    id: location.id, categoryID: location.categoryID, name: location.name, address: location.address,
-                    description: location.description, latitude: location.latitude, longitude: location.longitude,
-                    isFavorite: location.isFavorite, imageURLs: location.imageURLs, updatedAt: location.updatedAt)
-                own[key] = .location(write, at: at, by: WriteRef(sequence: -1, device: "server", change: .createLocation(write)))
-            case .tombstone(let kind, let tombstone):
-                let delete = DeleteWrite(id: tombstone.id, updatedAt: tombstone.deletedAt)
-                own[key] = .deleted(
-                    at: at, reassignTo: nil,
-                    by: WriteRef(sequence: -1, device: "server", change: kind == .category ? .deleteCategory(delete) : .deleteLocation(delete)))
-            }
+            let by = WriteRef(sequence: -1, device: "server", change: .deleteCategory(DeleteWrite(id: record.id)))
+            var model = RecordModel()
+            for (field, value) in Self.values(of: record) { model.fields[field] = FieldState(value: value, at: at, by: by) }
+            if case .tombstone = record { model.delete = (at, nil, by) }
+            records[key] = model
         }
         for observation in observations.sorted(by: { $0.sequence < $1.sequence }) { replay(observation) }
     }
 
-    // MARK: The rules
+    // MARK: Field values
 
-    /// Last write wins on a record's own newest write `stored`, for a write requested at
-    /// `requested` when the server's clock read `now` (a future time is clamped to it).
-    static func verdict(_ change: PushChange, stored: Own, storedAt: Int64, requested: Int64, now: Int64) -> Verdict {
-        let at = min(requested, now)
-        let isDelete = change.action == .delete
-        switch stored {
-        case .absent:
-            return change.action == .create ? .store : .notFound
-        case .deleted:
-            if isDelete { return at > storedAt ? .store : .alreadyDeleted }
-            return at > storedAt ? .store : .conflict
-        case .category, .location:
-            if isDelete { return at < storedAt ? .conflict : .store }
-            if at < storedAt { return .conflict }
-            if at == storedAt { return sameContent(change, stored) ? .replay : .conflict }
-            return .store
+    /// The fields a change carries, by `CategoryField`/`LocationField` index, as comparable text.
+    static func values(of change: PushChange) -> [Int: String] {
+        switch change {
+        case .createCategory(let write), .updateCategory(let write):
+            return categoryValues(name: write.name, icon: write.icon, only: Set(CategoryField.allCases))
+        case .patchCategory(let patch):
+            return categoryValues(name: patch.values.name, icon: patch.values.icon, only: patch.fields)
+        case .createLocation(let write), .updateLocation(let write):
+            return locationValues(write, only: Set(LocationField.allCases))
+        case .patchLocation(let patch):
+            return locationValues(patch.values, only: patch.fields)
+        case .deleteCategory, .deleteLocation:
+            return [:]
         }
     }
 
-    /// Whether `change` writes what `stored` holds (names trimmed by the engine already; ids compared as values).
-    static func sameContent(_ change: PushChange, _ stored: Own) -> Bool {
-        switch (change, stored) {
-        case (.createCategory(let write), .category(let name, let icon, _, _)), (.updateCategory(let write), .category(let name, let icon, _, _)):
-            return write.name == name && write.icon == icon
-        case (.createLocation(let write), .location(let old, _, _)), (.updateLocation(let write), .location(let old, _, _)):
-            var a = write, b = old
-            (a.createdAt, a.updatedAt, b.createdAt, b.updatedAt) = (nil, nil, nil, nil)
-            return a == b
-        default:
-            return false
+    /// The fields of a record as the server reports it (none for a tombstone).
+    static func values(of record: RecordState) -> [Int: String] {
+        switch record {
+        case .category(let category): return categoryValues(name: category.name, icon: category.icon, only: Set(CategoryField.allCases))
+        case .location(let location): return locationValues(LocationWrite(location, at: nil), only: Set(LocationField.allCases))
+        case .tombstone: return [:]
         }
     }
 
-    /// Where locations whose own newest write names `category` are shown: in the live category
-    /// reached by following reassigns, or nowhere (a cascade, a loop, a target never had).
-    func placement(of category: UUID) -> UUID? {
-        var current = category
-        var visited: Set<UUID> = []
-        while true {
-            switch own[RecordKey(kind: .category, id: current)] ?? .absent {
-            case .category: return current
-            case .deleted(_, let target?, _) where visited.insert(current).inserted: current = target
-            default: return nil
+    private static func categoryValues(name: String, icon: String?, only fields: Set<CategoryField>) -> [Int: String] {
+        var values: [Int: String] = [:]
+        for field in fields {
+            switch field {
+            case .name: values[field.rawValue] = name
+            case .icon: values[field.rawValue] = icon ?? "(none)"
             }
         }
+        return values
     }
 
-    /// What the server shows of `key` now.
-    func shown(_ key: RecordKey) -> Shown {
-        switch own[key] ?? .absent {
-        case .absent: return .absent
-        case .deleted(let at, _, _): return .gone(at: at)
-        case .category(_, _, let at, _): return .live(category: nil, at: at)
-        case .location(let write, let at, _):
-            guard let shownIn = placement(of: write.categoryID) else { return .gone(at: at) }
-            return .live(category: shownIn, at: at)
+    private static func locationValues(_ write: LocationWrite, only fields: Set<LocationField>) -> [Int: String] {
+        var values: [Int: String] = [:]
+        for field in fields {
+            switch field {
+            case .categoryID: values[field.rawValue] = write.categoryID.uuidString
+            case .name: values[field.rawValue] = write.name
+            case .address: values[field.rawValue] = write.address ?? "(none)"
+            case .description: values[field.rawValue] = write.description ?? "(none)"
+            case .coordinates: values[field.rawValue] = "\(write.latitude),\(write.longitude)"
+            case .isFavorite: values[field.rawValue] = "\(write.isFavorite)"
+            case .imageURLs: values[field.rawValue] = write.imageURLs.joined(separator: " ")
+            }
+        }
+        return values
+    }
+
+    static func fieldName(_ kind: RecordKind, _ index: Int) -> String {
+        switch kind {
+        case .category: return CategoryField(rawValue: index).map { "\($0)" } ?? "\(index)"
+        case .location: return LocationField(rawValue: index).map { "\($0)" } ?? "\(index)"
         }
     }
 
     // MARK: Replay
 
+    /// Whether the server has record `key` (it was created, or provisioned).
+    private func exists(_ key: RecordKey) -> Bool { records[key] != nil }
+
     private mutating func replay(_ observation: PushObserver.Observation) {
         let change = observation.change
         let key = RecordKey(kind: change.kind, id: change.recordID)
         let write = WriteRef(sequence: observation.sequence, device: observation.device, change: change)
-        let stored = own[key] ?? .absent
+        let answer = Self.outcome(observation.result)
+        steps[key, default: []].append("\(write) -> \(answer)")
         guard let requested = change.updatedAt?.locifyMilliseconds else {
             departures.append("\(write): the engine sent a change without updated_at")
             return
         }
-        // Every verdict the rules allow, over the stored time's bounds and the moments the server
-        // may have read its clock.
-        var verdicts: [Verdict] = []
-        let storedBounds: [Int64] = stored.at.map { [$0.low, $0.high] } ?? [0]
-        for storedAt in storedBounds {
-            for now in [observation.sent, observation.received] {
-                let verdict = Self.verdict(change, stored: stored, storedAt: storedAt, requested: requested, now: now)
-                if !verdicts.contains(verdict) { verdicts.append(verdict) }
+        observedWrites[key, default: []].append(ObservedWrite(device: observation.device, stamp: requested))
+        sentFields[ObservedWrite(device: observation.device, stamp: requested), default: []].formUnion(change.fieldIndexes)
+        if change.action == .create { sentCreates.insert(ObservedWrite(device: observation.device, stamp: requested)) }
+        // The time the server gave the write: its own, or its clock's within the round trip when
+        // the device's was ahead; an applied answer's record pins it (a clamped write is the
+        // record's newest).
+        var at = StampRange(low: min(requested, observation.sent), high: min(requested, observation.received))
+        if at.low != at.high, observation.result.status == .applied, let record = observation.result.record,
+            at.contains(record.updatedAt.locifyMilliseconds)
+        {
+            at = StampRange(record.updatedAt.locifyMilliseconds)
+        }
+        let values = Self.values(of: change)
+        // Not kept: an edit or delete of an id never created, a location in a category never
+        // created, a reassign to a category never created (404 E007).
+        if change.action != .create && !exists(key) { return expect(answer, "E007", write, key) }
+        if let category = values[LocationField.categoryID.rawValue].flatMap(UUID.init(uuidString:)), change.kind == .location,
+            !exists(RecordKey(kind: .category, id: category))
+        {
+            return expect(answer, "E007", write, key)
+        }
+        if case .deleteCategory(let delete) = change, let target = delete.reassignCategoryID,
+            !exists(RecordKey(kind: .category, id: target))
+        {
+            return expect(answer, "E007", write, key)
+        }
+        var model = records[key] ?? RecordModel()
+        defer { records[key] = model }
+        if change.isDelete {
+            if !model.isDeleted, let newest = model.newestField, at.high < newest.low {
+                return expect(answer, "conflict", write, key)  // older than a field of the live record: E008
             }
-        }
-        let observed = Self.outcome(observation.result)
-        let matching = verdicts.filter { expectedAnswer($0, of: change).answer == observed }
-        var step = Step(
-            write: write, result: observation.result.status, errorCode: observation.result.error?.code, verdict: matching.first,
-            after: stored, shown: shown(key))
-        defer {
-            step.after = own[key] ?? .absent
-            step.shown = shown(key)
-            steps[key, default: []].append(step)
-        }
-        guard let verdict = matching.first else {
-            let expected = verdicts.map { "\($0) (\(expectedAnswer($0, of: change).answer))" }.joined(separator: " or ")
-            departures.append(
-                "\(write): the server answered \(observed), the rules allow \(expected); stored \(describe(stored)), server clock in \(observation.sent)...\(observation.received); history: \(history(key))"
-            )
+            if model.delete.map({ at.low > $0.at.high }) ?? true { model.delete = (at, change.reassignTarget, write) }
             return
         }
-        if verdicts.count > 1 { clampedAmbiguous += 1 }
-        if verdict == .store && expectedAnswer(.store, of: change).isKept {
-            let at = storedTime(observation, requested: requested)
-            switch change {
-            case .createCategory(let category), .updateCategory(let category):
-                own[key] = .category(name: category.name, icon: category.icon, at: at, by: write)
-            case .createLocation(let location), .updateLocation(let location):
-                own[key] = .location(location, at: at, by: write)
-            case .deleteCategory(let delete):
-                own[key] = .deleted(at: at, reassignTo: delete.reassignCategoryID, by: write)
-            case .deleteLocation:
-                own[key] = .deleted(at: at, reassignTo: nil, by: write)
+        var setAny = false
+        for (field, value) in values {
+            guard let stored = model.fields[field] else {
+                model.fields[field] = FieldState(value: value, at: at, by: write)
+                setAny = true
+                continue
+            }
+            if at.low > stored.at.high {
+                model.fields[field] = FieldState(value: value, at: at, by: write)
+                model.ambiguous.remove(field)
+                setAny = true
+            } else if at.high > stored.at.low && stored.value != value {
+                // Clamped times that overlap: either may be the newer one.
+                model.ambiguous.insert(field)
+                if at.high > stored.at.high { model.fields[field] = FieldState(value: value, at: at, by: write) }
             }
         }
-        // The answer's record is the server's state of the record after the change (applied) or
-        // the one that won (conflict): it must be what the replay shows. It may also pin down a
-        // clamped time the replay only knew within bounds.
-        guard let record = observation.result.record, verdict != .notFound else { return }
-        if let at = own[key]?.at, at.low != at.high, at.contains(record.updatedAt.locifyMilliseconds) {
-            own[key] = own[key].map { Self.restamped($0, record.updatedAt.locifyMilliseconds) }
-        }
-        let answered = Final(record)
-        if !Self.matches(shown(key), answered, purged: false) {
-            departures.append(
-                "\(write): the server answered \(observed) with \(answered), the rules show \(shown(key)); history: \(history(key))")
+        // A write that sets a field of a live record is no conflict (one kept hidden behind a
+        // tombstone is).
+        if setAny && answer == "conflict" && model.ambiguous.isEmpty && !model.isDeleted {
+            departures.append("\(write): the server answered conflict, but the write sets a field; history: \(history(key))")
         }
     }
 
-    /// The time a stored change holds: the answer's when it carries the record, else the requested
-    /// time clamped to the server's clock within the push's round trip.
-    private func storedTime(_ observation: PushObserver.Observation, requested: Int64) -> StampRange {
-        if observation.result.status == .applied, let record = observation.result.record {
-            return StampRange(record.updatedAt.locifyMilliseconds)
-        }
-        return StampRange(low: min(requested, observation.sent), high: min(requested, observation.received))
-    }
-
-    private static func restamped(_ own: Own, _ exact: Int64) -> Own {
-        switch own {
-        case .absent: return own
-        case .category(let name, let icon, _, let by): return .category(name: name, icon: icon, at: StampRange(exact), by: by)
-        case .location(let write, _, let by): return .location(write, at: StampRange(exact), by: by)
-        case .deleted(_, let target, let by): return .deleted(at: StampRange(exact), reassignTo: target, by: by)
-        }
-    }
-
-    /// The answer the rules give to `change` under `verdict` (judged before the change is
-    /// stored), and whether a stored change is kept.
-    private func expectedAnswer(_ verdict: Verdict, of change: PushChange) -> (answer: String, isKept: Bool) {
-        switch verdict {
-        case .conflict:
-            return ("conflict", false)
-        case .notFound:
-            return ("E007", false)
-        case .alreadyDeleted:
-            return ("applied", false)
-        case .store, .replay:
-            switch change {
-            case .createLocation(let write), .updateLocation(let write):
-                // A category the user never had refuses the write; a deleted one keeps it, hidden
-                // when nothing shows it (answered E007).
-                if case .absent = own[RecordKey(kind: .category, id: write.categoryID)] ?? .absent { return ("E007", false) }
-                return (placement(of: write.categoryID) == nil ? "E007" : "applied", true)
-            case .deleteCategory(let delete):
-                if verdict == .store, let target = delete.reassignCategoryID,
-                    case .absent = own[RecordKey(kind: .category, id: target)] ?? .absent
-                {
-                    return ("E007", false)
-                }
-                return ("applied", true)
-            default:
-                return ("applied", true)
-            }
+    /// Records a departure when the server's `answer` is not `expected`.
+    private mutating func expect(_ answer: String, _ expected: String, _ write: WriteRef, _ key: RecordKey) {
+        if answer != expected && !(expected == "E007" && write.change.isDelete && answer == "applied") {
+            departures.append("\(write): the server answered \(answer), the rules say \(expected); history: \(history(key))")
         }
     }
 
@@ -459,120 +335,142 @@ struct WriteHistoryOracle {
         }
     }
 
-    private func describe(_ own: Own) -> String {
-        switch own {
-        case .absent: return "nothing"
-        case .category(let name, _, let at, let by): return "category \(name)@\(at) by \(by)"
-        case .location(let write, let at, let by): return "location in \(write.categoryID.uuidString.prefix(4))@\(at) by \(by)"
-        case .deleted(let at, let target, let by):
-            return "deleted@\(at)" + (target.map { " to \($0.uuidString.prefix(4))" } ?? "") + " by \(by)"
+    // MARK: What the server shows
+
+    /// Where locations whose category field names `category` are shown: in the live category
+    /// reached by following reassigns, or nowhere (a cascade, a loop, a category never had).
+    func placement(of category: UUID) -> UUID? {
+        var current = category
+        var visited: Set<UUID> = []
+        while let model = records[RecordKey(kind: .category, id: current)] {
+            if !model.isDeleted { return current }
+            guard let target = model.delete?.reassignTo, visited.insert(current).inserted else { return nil }
+            current = target
         }
+        return nil
     }
 
-    /// A record's observed changes, for messages; a location's with those of the categories it was placed in.
+    /// A record's observed changes, for messages; a location's with those of its categories.
     func history(_ kind: RecordKind, _ id: UUID) -> String {
         history(RecordKey(kind: kind, id: id))
     }
 
     func history(_ key: RecordKey) -> String {
-        var text = (steps[key] ?? []).map(\.description).joined(separator: ", ")
-        guard key.kind == .location else { return text }
-        var categories: [UUID] = []
-        for step in steps[key] ?? [] {
-            if case .createLocation(let write) = step.write.change { categories.append(write.categoryID) }
-            if case .updateLocation(let write) = step.write.change { categories.append(write.categoryID) }
-        }
-        var seen: Set<UUID> = []
-        while let category = categories.popLast() {
-            guard seen.insert(category).inserted else { continue }
-            let categorySteps = steps[RecordKey(kind: .category, id: category)] ?? []
-            text += "; category \(category.uuidString.prefix(4)): " + categorySteps.map(\.description).joined(separator: ", ")
-            for step in categorySteps {
-                if case .deleteCategory(let delete) = step.write.change, let target = delete.reassignCategoryID { categories.append(target) }
-            }
+        var text = (steps[key] ?? []).joined(separator: ", ")
+        if key.kind == .location, let category = records[key]?.fields[LocationField.categoryID.rawValue].flatMap({ UUID(uuidString: $0.value) }) {
+            text += "; category \(category.uuidString.prefix(4)): " + (steps[RecordKey(kind: .category, id: category)] ?? []).joined(separator: ", ")
         }
         return text
     }
 
     // MARK: Accounting
 
-    /// Checks one record: the replay ends in the server's `final` state, and each device's last
-    /// write is kept, superseded by a named write, or moved or hidden by named category deletes.
-    /// `purged`: the final state comes from the listings (tombstones may be gone), so absent and
-    /// deleted are one.
-    func account(
-        _ kind: RecordKind, _ id: UUID, lastWrites: [(device: String, stamp: Int64, isDelete: Bool)], final: Final, purged: Bool,
-        into tally: inout Tally
-    ) {
-        let key = RecordKey(kind: kind, id: id)
-        let name = "\(kind) \(id.uuidString.prefix(8))"
-        let replayed = shown(key)
-        guard Self.matches(replayed, final, purged: purged) else {
-            tally.unexplained.append("\(name): the replay ends in \(replayed), the server holds \(final); history: \(history(key))")
-            return
-        }
-        let recordSteps = steps[key] ?? []
-        for write in lastWrites {
-            guard
-                let index = recordSteps.lastIndex(where: {
-                    $0.write.device == write.device && $0.write.change.updatedAt?.locifyMilliseconds == write.stamp
-                })
-            else {
-                // Never sent: a delete of a record the server never had, or a place whose create
-                // this device's own later category delete (cascade) removed before it was sent.
-                if replayed.isGone || replayed == .absent {
-                    tally.kept += 1
-                } else {
-                    tally.unexplained.append("\(name): \(write.device)'s last write @\(write.stamp) never reached the server; history: \(history(key))")
-                }
-                continue
+    /// Checks every record against the server's `final` state (from the feed, or from the
+    /// listings when tombstones may have been purged: `purged`, absent and deleted are then one),
+    /// and that each device write reached the server or was superseded on its device.
+    func account(final: [RecordKey: RecordState], purged: Bool, deviceWrites: [RecordKey: [WriteOracle.Write]], into tally: inout Tally) {
+        for key in Set(records.keys).union(final.keys) {
+            let name = "\(key.kind) \(key.id.uuidString.prefix(8))"
+            let model = records[key]
+            let server = final[key]
+            var expectedCategory: UUID?
+            var shown = model != nil && !(model?.isDeleted ?? true)
+            if shown, key.kind == .location, let category = model?.fields[LocationField.categoryID.rawValue].flatMap({ UUID(uuidString: $0.value) }) {
+                expectedCategory = placement(of: category)
+                shown = expectedCategory != nil
             }
-            let mine = recordSteps[index]
-            switch mine.verdict {
-            case .store?, .replay?, .alreadyDeleted?:
-                if let later = recordSteps[(index + 1)...].first(where: { $0.verdict == .store }) {
-                    count(later.write, supersedes: write.device, &tally)
-                } else if case .location(let location, _, _) = own[key] ?? .absent, !mine.write.change.isDelete,
-                    placement(of: location.categoryID) != location.categoryID
-                {
-                    // Kept as the location's own newest write, shown where its category's deletes put it.
-                    tally.followedCategory += 1
-                } else {
-                    tally.kept += 1
+            switch server {
+            case .category?, .location?:
+                guard shown, let model else {
+                    tally.unexplained.append("\(name): the server shows it, the rules \(model == nil ? "never had it" : "hide it"); history: \(history(key))")
+                    continue
                 }
-            case .conflict?:
-                if let winner = mine.after.writer {
-                    count(winner, supersedes: write.device, &tally)
-                } else {
-                    tally.unexplained.append("\(name): \(write.device)'s write @\(write.stamp) lost a conflict to nothing; history: \(history(key))")
+                var serverValues = server.map(Self.values(of:)) ?? [:]
+                if let expectedCategory {
+                    // Its category field is checked through where it is shown (reassigns followed).
+                    let categoryField = LocationField.categoryID.rawValue
+                    if serverValues[categoryField] != expectedCategory.uuidString {
+                        tally.unexplained.append(
+                            "\(name): shown in \(serverValues[categoryField] ?? "?"), the rules show it in \(expectedCategory.uuidString); history: \(history(key))"
+                        )
+                    }
+                    serverValues[categoryField] = model.fields[categoryField]?.value
                 }
-            case .notFound?:
-                if mine.write.change.isDelete && (replayed.isGone || replayed == .absent) {
-                    tally.kept += 1  // a delete of a record the server never had
-                } else {
-                    tally.unexplained.append("\(name): \(write.device)'s write @\(write.stamp) named a record never created; history: \(history(key))")
+                for (field, state) in model.fields.sorted(by: { $0.key < $1.key }) {
+                    tally.fields += 1
+                    if model.ambiguous.contains(field) {
+                        tally.clampedAmbiguous += 1
+                        continue
+                    }
+                    if serverValues[field] != state.value {
+                        tally.unexplained.append(
+                            "\(name): \(Self.fieldName(key.kind, field)) is \(serverValues[field] ?? "missing"), its newest write \(state.by) set \(state.value); history: \(history(key))"
+                        )
+                    }
                 }
-            case nil:
-                tally.unexplained.append("\(name): \(write.device)'s write @\(write.stamp) got an answer the rules do not allow; history: \(history(key))")
+                if Set(model.fields.values.map(\.by.device)).subtracting(["server"]).count > 1 { tally.merged += 1 }
+            case .tombstone?, nil:
+                if shown {
+                    tally.unexplained.append(
+                        "\(name): the server \(server == nil ? "has nothing" : "holds a tombstone"), the rules show it; history: \(history(key))")
+                } else if server == nil && model != nil && !purged {
+                    tally.unexplained.append("\(name): the feed never reported its end state; history: \(history(key))")
+                }
+            }
+        }
+        for (key, writes) in deviceWrites {
+            // A place's edit sends the fields the user changed, no more (an edit form's, or every
+            // field of a whole draft), so that it never overwrites another device's edit of another.
+            for write in writes where key.kind == .location && !write.isDelete {
+                let mine = ObservedWrite(device: write.device, stamp: write.stamp)
+                let extra = sentCreates.contains(mine) ? [] : (sentFields[mine] ?? []).subtracting(write.fields)
+                if !extra.isEmpty {
+                    tally.unexplained.append(
+                        "\(key.kind) \(key.id.uuidString.prefix(8)): \(write.device)'s edit @\(write.stamp) sent fields it did not change: \(extra.sorted().map { Self.fieldName(key.kind, $0) }); history: \(history(key))"
+                    )
+                }
+            }
+            let sent = Set(observedWrites[key] ?? [])
+            for write in writes where !sent.contains(ObservedWrite(device: write.device, stamp: write.stamp)) {
+                // Never sent: superseded on the device by its own later writes of the record (folded
+                // into a create, or each of its fields set again), or a record gone (made and deleted
+                // before it was sent).
+                let later = writes.filter { $0.device == write.device && $0.stamp > write.stamp }
+                var laterFields = later.reduce(into: Set<Int>()) { $0.formUnion($1.fields) }
+                for observed in sent where observed.device == write.device && observed.stamp > write.stamp {
+                    laterFields.formUnion(sentFields[observed] ?? [])
+                }
+                let superseded = later.contains(where: \.isDelete) || write.fields.isSubset(of: laterFields)
+                let gone = final[key].map { if case .tombstone = $0 { true } else { false } } ?? true
+                if !superseded && !gone {
+                    tally.unexplained.append(
+                        "\(key.kind) \(key.id.uuidString.prefix(8)): \(write.device)'s write @\(write.stamp) never reached the server; history: \(history(key))"
+                    )
+                }
             }
         }
     }
 
-    private func count(_ winner: WriteRef, supersedes device: String, _ tally: inout Tally) {
-        if winner.device == device { tally.supersededByOwnLaterWrite += 1 } else { tally.supersededByOtherDevice += 1 }
+    /// A device's write as observed at the server.
+    struct ObservedWrite: Hashable {
+        var device: String
+        var stamp: Int64
     }
 
-    private static func matches(_ replayed: Shown, _ final: Final, purged: Bool) -> Bool {
-        switch (replayed, final) {
-        case (.absent, .absent): return true
-        case (.live(let category, let at), .live(let finalCategory, let finalAt)): return category == finalCategory && at.contains(finalAt)
-        case (.gone(let at), .tombstone(let finalAt)): return at.contains(finalAt)
-        case (.gone, .absent): return purged
-        default: return false
-        }
-    }
+    /// The writes each record received, by device and requested time.
+    private(set) var observedWrites: [RecordKey: [ObservedWrite]] = [:]
+    /// The fields each write carried as sent.
+    private(set) var sentFields: [ObservedWrite: Set<Int>] = [:]
+    /// The creates sent (a create carries the later edits folded into it: every field).
+    private(set) var sentCreates: Set<ObservedWrite> = []
 }
 
 extension PushChange {
     var isDelete: Bool { action == .delete }
+
+    /// For a category delete, where its locations go.
+    var reassignTarget: UUID? {
+        if case .deleteCategory(let delete) = self { return delete.reassignCategoryID }
+        return nil
+    }
 }

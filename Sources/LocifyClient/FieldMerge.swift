@@ -18,8 +18,6 @@ protocol FieldMergedRecord {
     mutating func take(_ field: Field, from write: Write)
     /// Whether the record holds `write`'s value of `field`.
     func holds(_ field: Field, of write: Write) -> Bool
-    /// The key of `field` in the feed's `field_updated_at`.
-    static func feedKey(_ field: Field) -> String
     /// What a pending `change` of this kind of record writes, and which fields (nil for a delete).
     static func write(of change: PushChange) -> (FieldLastWriteWins<Field>.Intent, Write)?
 }
@@ -33,7 +31,7 @@ extension FieldMergedRecord {
     func clock(fieldUpdatedAt: [String: Date]?) -> Clock {
         let whole = updatedAt.timestamp
         guard let fieldUpdatedAt, !fieldUpdatedAt.isEmpty else { return Clock(writtenWhole: whole) }
-        let stamps = Field.allCases.sorted { $0.rawValue < $1.rawValue }.map { fieldUpdatedAt[Self.feedKey($0)]?.timestamp ?? whole }
+        let stamps = Field.allCases.sorted { $0.rawValue < $1.rawValue }.map { fieldUpdatedAt[$0.wireName]?.timestamp ?? whole }
         return Clock(stamps: stamps, deletedAt: nil) ?? Clock(writtenWhole: whole)
     }
 
@@ -77,13 +75,6 @@ extension Category: FieldMergedRecord {
         }
     }
 
-    static func feedKey(_ field: CategoryField) -> String {
-        switch field {
-        case .name: "name"
-        case .icon: "icon"
-        }
-    }
-
     static func write(of change: PushChange) -> (FieldLastWriteWins<CategoryField>.Intent, CategoryWrite)? {
         switch change {
         case .createCategory(let write): (.create, write)
@@ -116,18 +107,6 @@ extension Location: FieldMergedRecord {
         case .coordinates: latitude == write.latitude && longitude == write.longitude
         case .isFavorite: isFavorite == write.isFavorite
         case .imageURLs: imageURLs == write.imageURLs
-        }
-    }
-
-    static func feedKey(_ field: LocationField) -> String {
-        switch field {
-        case .categoryID: "category_id"
-        case .name: "name"
-        case .address: "address"
-        case .description: "description"
-        case .coordinates: "coordinates"
-        case .isFavorite: "is_favorite"
-        case .imageURLs: "image_urls"
         }
     }
 

@@ -189,7 +189,7 @@ struct FieldMergeTests {
         _ place: Location, name: String? = nil, isFavorite: Bool = false, stamps: [String: Date]?, updatedAt: Date
     ) -> String {
         var all: [String: String] = [:]
-        for field in LocationField.allCases { all[Location.feedKey(field)] = Self.t0.rfc3339 }
+        for field in LocationField.allCases { all[field.wireName] = Self.t0.rfc3339 }
         for (key, date) in stamps ?? [:] { all[key] = date.rfc3339 }
         let fieldStamps = stamps == nil ? "" : #", "field_updated_at": {"# + all.map { #""\#($0.key)": "\#($0.value)""# }.joined(separator: ", ") + "}"
         return """

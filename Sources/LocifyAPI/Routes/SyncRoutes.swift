@@ -190,7 +190,7 @@ extension JSONWriter {
     }
 
     /// `"field_updated_at": {"<field>": <its stamp>, ...}`, every field in stamp order.
-    private mutating func fieldUpdatedAt<Field: WireField>(_ clock: FieldLastWriteWins<Field>.Clock) {
+    private mutating func fieldUpdatedAt<Field: RecordField>(_ clock: FieldLastWriteWins<Field>.Clock) {
         key("field_updated_at")
         beginObject()
         for field in Field.allCases {

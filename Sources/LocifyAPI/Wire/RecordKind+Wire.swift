@@ -18,33 +18,3 @@ extension RecordKind {
         self = kind
     }
 }
-
-/// The API's names of the fields last write wins merges one by one: the keys of a feed change's
-/// `field_updated_at` (openapi.yaml).
-protocol WireField: RecordField {
-    /// The field's key.
-    var wireName: String { get }
-}
-
-extension CategoryField: WireField {
-    var wireName: String {
-        switch self {
-        case .name: "name"
-        case .icon: "icon"
-        }
-    }
-}
-
-extension LocationField: WireField {
-    var wireName: String {
-        switch self {
-        case .categoryID: "category_id"
-        case .name: "name"
-        case .address: "address"
-        case .description: "description"
-        case .coordinates: "coordinates"
-        case .isFavorite: "is_favorite"
-        case .imageURLs: "image_urls"
-        }
-    }
-}

@@ -68,6 +68,16 @@ struct FieldMergeTests {
         ])
         #expect(results.map { $0.string("status") } == ["applied", "applied"])
         #expect(results[1].dataObject.string("name") == "Renamed")
+        // Each applied record carries its fields' stamps, as the feed does: the device that
+        // pushed decides its edits made meanwhile on top of them, not on top of `updated_at`.
+        let at0 = clientTime(0)
+        #expect(
+            results[1]["field_updated_at"]?.objectValue
+                == [
+                    "category_id": .string(at0), "name": .string(clientTime(2)), "address": .string(at0),
+                    "description": .string(at0), "coordinates": .string(at0), "is_favorite": .string(clientTime(1)),
+                    "image_urls": .string(at0),
+                ])
         var record = try place.stored()
         #expect(record.string("name") == "Renamed" && record["is_favorite"] == .bool(true))
         // A whole write at minute 1.5 sets the fields older than it (the address) and keeps the

@@ -180,13 +180,18 @@ extension JSONWriter {
             uuid(change.id)
             key("data")
             recordState(change, userID: userID)
-            switch change {
-            case .category(let category): fieldUpdatedAt(category.fieldClock)
-            case .location(let location): fieldUpdatedAt(location.fieldClock)
-            case .tombstone: break
-            }
+            fieldUpdatedAt(of: change)
         }
         endObject()
+    }
+
+    /// `"field_updated_at"` of a live record; nothing for a tombstone.
+    private mutating func fieldUpdatedAt(of state: RecordState) {
+        switch state {
+        case .category(let category): fieldUpdatedAt(category.fieldClock)
+        case .location(let location): fieldUpdatedAt(location.fieldClock)
+        case .tombstone: break
+        }
     }
 
     /// `"field_updated_at": {"<field>": <its stamp>, ...}`, every field in stamp order.
@@ -200,7 +205,9 @@ extension JSONWriter {
         endObject()
     }
 
-    /// `{"type", "id", "status", "data"?, "error"?}` of one pushed change.
+    /// `{"type", "id", "status", "data"?, "field_updated_at"?, "error"?}` of one pushed change:
+    /// a live record carries its fields' stamps as in the feed, so the device that pushed decides
+    /// its edits made meanwhile on top of the merged record.
     mutating func pushResult(_ result: PushResult, userID: String) {
         beginObject()
         key("type")
@@ -213,11 +220,13 @@ extension JSONWriter {
             string("applied")
             key("data")
             recordState(state, userID: userID)
+            fieldUpdatedAt(of: state)
         case .success(.conflict(let state)):
             key("status")
             string("conflict")
             key("data")
             recordState(state, userID: userID)
+            fieldUpdatedAt(of: state)
             pushError(APIError(.conflict(state)))
         case .success(.failed(let error)):
             key("status")

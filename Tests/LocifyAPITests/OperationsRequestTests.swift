@@ -124,7 +124,7 @@ struct OperationsRequestTests {
         let cases: [(method: String, path: String, allow: String)] = [
             ("PATCH", "/v1/categories", "GET, HEAD, POST, PUT"),
             ("DELETE", "/v1/categories", "GET, HEAD, POST, PUT"),
-            ("POST", "/v1/locations/\(UUID().uuidString)", "DELETE, GET, HEAD, PUT"),
+            ("POST", "/v1/locations/\(UUID().uuidString)", "DELETE, GET, HEAD, PATCH, PUT"),
             ("GET", "/v1/sync/push", "POST"),
             ("POST", "/v1/sync/changes", "GET, HEAD"),
             ("PATCH", "/v1/users/me", "DELETE, GET, HEAD, PUT"),

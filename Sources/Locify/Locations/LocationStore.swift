@@ -151,11 +151,15 @@ enum LocationStore: RecordTable {
         let sets = { (field: LocationField) in setting.contains(field) }
         let ownCategory = sets(.categoryID) ? patch.categoryID ?? stored.ownCategoryID : stored.ownCategoryID
         // Where it is shown follows the newest write of its category field: worked out again when
-        // that field is set or the record comes back (or is hidden with its category), else kept.
+        // that field is set to another category or the record comes back (or is hidden with its
+        // category), else kept: a live row's placement is current (a category's delete moves or
+        // hides its rows, and `findForWrite` settles a pending cascade first), so a whole write in
+        // the same category reads no category row.
         var (shownIn, placedIn, hidden, deletedAt) = (stored.categoryID, stored.placedCategoryID, false, clock.deletedAt)
+        let movesCategory = sets(.categoryID) && ownCategory != stored.ownCategoryID
         if clock.isDeleted {
             if sets(.categoryID) { (shownIn, placedIn) = (ownCategory, nil) }
-        } else if sets(.categoryID) || stored.deletedAt != nil {
+        } else if movesCategory || stored.deletedAt != nil {
             let placement = try placement(connection, userID: userID, category: ownCategory, stored: stored)
             (shownIn, placedIn, hidden) = (placement.shownCategory(ownCategory), placement.ownCategory(ownCategory), placement == .hidden)
             if hidden { deletedAt = clock.updatedAt }

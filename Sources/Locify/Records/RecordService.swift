@@ -41,7 +41,7 @@ struct RecordService<Table: RecordTable>: Sendable {
     ) throws -> WriteOutcome<Record> {
         try accounts.write(caller) { transaction in
             let (connection, stamp) = (transaction.connection, transaction.stamp)
-            let stored = try Table.findForWrite(connection, userID: caller.userID, id: draft.id)
+            let stored = try Table.findForWrite(connection, userID: caller.userID, id: draft.id, cascades: accounts.cascades)
             let now = self.now()
             let decision = LastWriteWins.decide(
                 intent, stored: stored?.clock, requested: draft.updatedAt,
@@ -92,7 +92,7 @@ struct RecordService<Table: RecordTable>: Sendable {
             return try accounts.write(caller) { transaction in
                 try check()
                 let (connection, stamp) = (transaction.connection, transaction.stamp)
-                let stored = try Table.findForWrite(connection, userID: caller.userID, id: id)
+                let stored = try Table.findForWrite(connection, userID: caller.userID, id: id, cascades: accounts.cascades)
                 let decision = LastWriteWins.decide(
                     .delete, stored: stored?.clock, requested: updatedAt, sameContent: false, now: now())
                 return try decision.applyDelete(stored: stored) { at in

@@ -190,10 +190,12 @@ struct PendingCascadeTests {
         try fixture.cascade()
         let listings = try fixture.listings()
         let feed = try fixture.pages(from: before, limit: 7).flatMap(\.changes)
+        // Each batch starts where the previous one left off, as the worker's do.
+        var position: SettlingPosition?
         let settleOneBatch = {
-            try fixture.db.pool.withTransaction { connection in
-                try fixture.db.services.cascades.settleBatch(connection, userID: fixture.caller.userID, limit: 7)
-            }
+            position = try fixture.db.pool.withTransaction { connection in
+                try fixture.db.services.cascades.settleBatch(connection, userID: fixture.caller.userID, limit: 7, after: position)
+            }.position
         }
         // A phone pulls 5 changes at a time while batches of 7 commit between its pages.
         var cursor = before
@@ -205,7 +207,7 @@ struct PendingCascadeTests {
             pulled += page.changes
             cursor = page.cursor
             if try !fixture.pending().isEmpty {
-                _ = try settleOneBatch()
+                try settleOneBatch()
                 batches += 1
                 live.append(try fixture.liveRowsInDoomed())
                 #expect(try fixture.listings() == listings, "after batch \(batches)")
@@ -214,7 +216,7 @@ struct PendingCascadeTests {
         }
         #expect(pulled == feed, "a cursor taken mid-way reads on with no gap and no repeat")
         #expect(Array(live.prefix(4)) == [23, 16, 9, 2])
-        while try !fixture.pending().isEmpty { _ = try settleOneBatch() }
+        while try !fixture.pending().isEmpty { try settleOneBatch() }
         #expect(try fixture.liveRowsInDoomed() == 0)
         #expect(try fixture.pages(from: before, limit: 7).flatMap(\.changes) == feed)
         #expect(try fixture.listings() == listings)
@@ -332,6 +334,32 @@ struct PendingCascadeTests {
         }
         #expect(live == 0)
         #expect(try Self.queuedTargets(db, uid) == expected)
+    }
+
+    @Test("a batch resumes only its own cascade: the category brought back and deleted again settles whole, whatever position was kept")
+    func positionOfAnEarlierCascadeIsIgnored() throws {
+        let fixture = try Fixture()
+        defer { fixture.db.drop() }
+        let batch = { (after: SettlingPosition?) in
+            try fixture.db.pool.withTransaction { connection in
+                try fixture.db.services.cascades.settleBatch(connection, userID: fixture.caller.userID, limit: 7, after: after)
+            }
+        }
+        try fixture.cascade()
+        let first = try batch(nil)
+        #expect(try fixture.liveRowsInDoomed() == 23 && first.position != nil)
+        // Brought back (its 30 places with it), then deleted again: a new cascade of the same category.
+        _ = try fixture.db.services.categories.replace(fixture.caller, CategoryDraft(id: fixture.doomed, name: "Back"))
+        #expect(try fixture.liveRowsInDoomed() == 30)
+        try fixture.cascade()
+        var position = first.position
+        var batches = 0
+        while try !fixture.pending().isEmpty && batches < 10 {
+            position = try batch(position).position
+            batches += 1
+        }
+        #expect(try fixture.liveRowsInDoomed() == 0, "the 7 places before the old position were hidden too")
+        #expect(try fixture.listings()[0].first == "total 5")
     }
 
     @Test("a user whose settling fails backs off while another user's cascade settles; the oldest cascade goes first")

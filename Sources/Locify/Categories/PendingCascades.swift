@@ -34,17 +34,30 @@ public struct PendingCascades: Sendable {
     }
 
     /// Hides up to `limit` locations of the user's oldest pending cascade, at its stamp, queues
-    /// their clean-up, and drops the cascade from the list once none is left; returns whether the
-    /// list is empty. Runs under the user's write lock (`nextUser`, or a write's), one batch per
-    /// transaction.
-    @discardableResult
-    public func settleBatch(_ connection: PostgresConnection, userID: String, limit: Int) throws -> Bool {
-        guard let cascade = try CategoryStore.pendingCascades(connection, userID: userID).first else { return true }
-        let hidden = try LocationStore.hideBatch(
-            connection, userID: userID, category: cascade.category, stamp: cascade.stamp, limit: limit)
-        try queueCleanup(connection, userID: userID, of: hidden, shownIn: cascade.category)
-        guard hidden.count < limit else { return false }
-        return try UserStore.removeCascade(connection, userID: userID, category: cascade.category)
+    /// their clean-up, and drops the cascade from the list once none is left. Runs under the
+    /// user's write lock (`nextUser`, or a write's), one batch per transaction. `after` is where
+    /// the previous batch of the user left off (nil: from the start): a batch starts there instead
+    /// of walking past the rows hidden before it.
+    public func settleBatch(
+        _ connection: PostgresConnection, userID: String, limit: Int, after: SettlingPosition? = nil
+    ) throws -> SettledBatch {
+        guard let cascade = try CategoryStore.pendingCascades(connection, userID: userID).first else {
+            return SettledBatch(listEmpty: true, position: nil)
+        }
+        // A position of another cascade (or of this category deleted before) says nothing here.
+        let resume = after.flatMap { $0.category == cascade.category && $0.stamp == cascade.stamp ? ($0.createdAt, $0.id) : nil }
+        let batch = try LocationStore.hideBatch(
+            connection, userID: userID, category: cascade.category, stamp: cascade.stamp, limit: limit, after: resume)
+        try queueCleanup(connection, userID: userID, of: batch.hidden, shownIn: cascade.category)
+        if batch.hidden.count == limit, let last = batch.last {
+            return SettledBatch(
+                listEmpty: false,
+                position: SettlingPosition(category: cascade.category, stamp: cascade.stamp, createdAt: last.createdAt, id: last.id))
+        }
+        // None is left after the position, nor before it: no location becomes live in a deleted
+        // category (the schema refuses it, LC001), and earlier batches hid those before it.
+        let listEmpty = try UserStore.removeCascade(connection, userID: userID, category: cascade.category)
+        return SettledBatch(listEmpty: listEmpty, position: nil)
     }
 
     /// Hides the locations of every cascade in the user's list, each at its category's stamp,
@@ -67,4 +80,23 @@ public struct PendingCascades: Sendable {
         try storage.queueCleanup(
             connection, userID: userID, locations: hidden, queuedBefore: CleanupJob.categoryFolders(userID: userID, id: category))
     }
+}
+
+/// What one batch of `PendingCascades.settleBatch` did.
+public struct SettledBatch: Sendable {
+    /// Whether the user's list of pending cascades is empty now.
+    public let listEmpty: Bool
+    /// Where the next batch of the user starts; nil when the cascade is settled.
+    public let position: SettlingPosition?
+}
+
+/// The last location a batch hid, in the order batches take a cascade's locations (newest
+/// first, then by id), with the cascade it belongs to (its category and stamp: the category
+/// deleted again is another cascade).
+public struct SettlingPosition: Sendable, Equatable {
+    let category: UUID
+    let stamp: Int64
+    /// Its `created_at` as PostgreSQL prints it (to the microsecond).
+    let createdAt: String
+    let id: UUID
 }

@@ -54,36 +54,59 @@ enum LocationStore: RecordTable {
     }
 
     /// Hides up to `limit` live locations shown in `category`, whose cascade is pending, at its
-    /// `stamp` (`PendingCascades.settleBatch`); returns them, for their clean-up (as `follow`
-    /// does). The category's counters drop by the rows hidden, in the same statement, instead of
-    /// once per row (`skipCounters`).
+    /// `stamp` (`PendingCascades.settleBatch`): the first in the order of an index of live rows
+    /// (newest first, then by id) after `after` (the last one an earlier batch hid; nil: from
+    /// the first). Returns them, for their clean-up (as `follow` does), and the last of them in
+    /// that order. The category's counters drop by the rows hidden, in the same statement, instead
+    /// of once per row (`skipCounters`).
     static func hideBatch(
-        _ connection: PostgresConnection, userID: String, category: UUID, stamp: Int64, limit: Int
-    ) throws -> [HiddenLocation] {
+        _ connection: PostgresConnection, userID: String, category: UUID, stamp: Int64, limit: Int,
+        after: (createdAt: String, id: UUID)?
+    ) throws -> (hidden: [HiddenLocation], last: (createdAt: String, id: UUID)?) {
         try skipCounters(connection, true)
-        // The batch's ids are read in an order an index of live rows keeps (so each batch starts
-        // after the rows hidden before, not behind them in the table) and passed as one array: a
-        // join with `LIMIT` bound as a parameter made the generic plan expect a tenth of the table
-        // and hash-join all of it (5 s a batch at 3,000,000 locations).
+        // The ids are read through an index of live rows, and a hidden row's entry stays there
+        // (dead) until a vacuum: read from the first, each batch walked past every row hidden
+        // before it (0.6 s at 3,000,000). So a batch starts after the last row the previous one
+        // hid (the same `created_at` with a greater id, then older rows: two index ranges).
+        // The ids are passed as one array: a join with `LIMIT` bound as a parameter made the
+        // generic plan expect a tenth of the table and hash-join all of it (5 s a batch).
+        let (createdAt, id) = after ?? ("infinity", UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
         let rows = try connection.query(
             """
             WITH hidden AS (
                 UPDATE locations l SET \(unsafeSQL: hidingAssignments), change_seq = \(stamp)
                 WHERE l.user_id = \(userID) AND l.id = ANY (ARRAY(
-                    SELECT t.id FROM locations t
-                    WHERE t.user_id = \(userID) AND t.category_id = \(category) AND t.deleted_at IS NULL
-                    ORDER BY t.created_at DESC, t.id
+                    SELECT p.id FROM (
+                        (SELECT t.id, t.created_at FROM locations t
+                         WHERE t.user_id = \(userID) AND t.category_id = \(category) AND t.deleted_at IS NULL
+                           AND t.created_at = \(createdAt)::timestamptz AND t.id > \(id)
+                         ORDER BY t.id LIMIT \(Int64(limit)))
+                        UNION ALL
+                        (SELECT t.id, t.created_at FROM locations t
+                         WHERE t.user_id = \(userID) AND t.category_id = \(category) AND t.deleted_at IS NULL
+                           AND t.created_at < \(createdAt)::timestamptz
+                         ORDER BY t.created_at DESC, t.id LIMIT \(Int64(limit)))
+                    ) p
+                    ORDER BY p.created_at DESC, p.id
                     LIMIT \(Int64(limit))))
-                RETURNING l.id, l.is_favorite, CASE WHEN l.images_outside_folder IS NOT FALSE THEN l.image_urls END AS urls
+                RETURNING l.id, l.is_favorite, l.created_at, CASE WHEN l.images_outside_folder IS NOT FALSE THEN l.image_urls END AS urls
             ), counted AS (
                 UPDATE categories c SET location_count = c.location_count - (SELECT count(*) FROM hidden),
                        favorite_count = c.favorite_count - (SELECT count(*) FROM hidden WHERE is_favorite)
                 WHERE c.user_id = \(userID) AND c.id = \(category)
             )
-            SELECT id, urls FROM hidden
+            SELECT h.id, h.urls, last.created_at::text, last.id
+            FROM hidden h, (SELECT created_at, id FROM hidden ORDER BY created_at, id DESC LIMIT 1) last
             """)
         try skipCounters(connection, false)
-        return try rows.map(decodeHidden)
+        var hidden: [HiddenLocation] = []
+        var last: (createdAt: String, id: UUID)?
+        for row in rows {
+            var column = ColumnReader(row)
+            hidden.append((try column.next(), try column.next([String]?.self) ?? []))
+            last = (try column.next(), try column.next())
+        }
+        return (hidden, last)
     }
 
     /// How a live location of a cascade's category is hidden, as `follow` hides it: under its own

@@ -96,8 +96,9 @@ enum LocationStore: RecordTable {
                        favorite_count = c.favorite_count - (SELECT count(*) FROM hidden WHERE is_favorite)
                 WHERE c.user_id = \(userID) AND c.id = \(category)
             )
-            SELECT h.id, h.urls, last.created_at::text, last.id
-            FROM hidden h, (SELECT created_at, id FROM hidden ORDER BY created_at, id DESC LIMIT 1) last
+            SELECT id, urls, (SELECT created_at::text FROM hidden ORDER BY created_at, id DESC LIMIT 1),
+                   (SELECT id FROM hidden ORDER BY created_at, id DESC LIMIT 1)
+            FROM hidden
             """)
         try skipCounters(connection, false)
         var hidden: [HiddenLocation] = []

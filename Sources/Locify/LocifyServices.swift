@@ -32,6 +32,8 @@ public struct LocifyServices: Sendable {
     public let cleanupSkips: CleanupSkips
     /// The door every service reaches a user's data through; `admit` runs the account gate alone.
     public let accounts: Accounts
+    /// The settling of pending cascades, for the cascade worker (`CascadeWorker`).
+    public let cascades: PendingCascades
 
     /// The services on `pool` with `settings`; `clock` is the wall clock every write stamps (the
     /// composition root's; tests inject one), `cleanupSkips` is shared with the clean-up worker so
@@ -41,10 +43,12 @@ public struct LocifyServices: Sendable {
         pool: ConnectionPool, settings: LocifySettings, clock: WallClock = .system,
         cleanupSkips: CleanupSkips = CleanupSkips(logger: Logger(label: "locify.cleanup")), announce: ChangeAnnouncer? = nil
     ) {
-        let accounts = Accounts(pool: pool, now: { clock.now() }, announce: announce)
+        let storage = StorageScope(bucket: settings.storageBucket, skips: cleanupSkips)
+        cascades = PendingCascades(storage: storage)
+        let accounts = Accounts(pool: pool, now: { clock.now() }, announce: announce, cascades: cascades)
         self.accounts = accounts
         self.cleanupSkips = cleanupSkips
-        categories = CategoryService(accounts: accounts, storage: StorageScope(bucket: settings.storageBucket, skips: cleanupSkips))
+        categories = CategoryService(accounts: accounts, storage: storage)
         locations = LocationService(accounts: accounts)
         sync = SyncService(
             accounts: accounts, categories: categories, locations: locations,

@@ -46,8 +46,8 @@ public func buildApplication(
     let services = LocifyServices(
         pool: database.pool, settings: settings, clock: dependencies.wallClock, cleanupSkips: cleanupSkips, announce: announce)
     let jobs = try buildJobs(
-        configuration, database: database.configuration, cleanupSkips: cleanupSkips, announce: announce, dependencies: dependencies,
-        logger: logger)
+        configuration, database: database.configuration, cleanupSkips: cleanupSkips, cascades: services.cascades, announce: announce,
+        dependencies: dependencies, logger: logger)
 
     let api = buildAPI(
         configuration, http: http, services: services, verifier: verifier, database: database.pool, jobs: jobs,
@@ -113,8 +113,8 @@ private struct Jobs {
 /// The clean-up worker (with the Google clients of `cleanupExecutor`), the tombstone purge and the
 /// cascade worker, on a database pool of their own.
 private func buildJobs(
-    _ configuration: Configuration, database: PostgresConfiguration, cleanupSkips: CleanupSkips, announce: ChangeAnnouncer?,
-    dependencies: ApplicationDependencies, logger: Logger
+    _ configuration: Configuration, database: PostgresConfiguration, cleanupSkips: CleanupSkips, cascades: PendingCascades,
+    announce: ChangeAnnouncer?, dependencies: ApplicationDependencies, logger: Logger
 ) throws -> Jobs {
     let pool = ConnectionPool(configuration: database, size: 2, logger: logger)
     let executor = try cleanupExecutor(
@@ -124,7 +124,9 @@ private func buildJobs(
     let purger = TombstonePurger(
         pool: pool, retentionSeconds: Int64(configuration.tombstoneRetentionSeconds),
         interval: .seconds(configuration.tombstonePurgeIntervalSeconds), logger: logger)
-    let cascadeWorker = CascadeWorker(pool: pool, clock: dependencies.monotonicClock, announce: announce, logger: logger)
+    let cascadeWorker = CascadeWorker(
+        pool: pool, cascades: cascades, clock: dependencies.monotonicClock, announce: announce,
+        cleanupQueued: { cleanupWorker.wake() }, logger: logger)
     return Jobs(pool: pool, cleanupWorker: cleanupWorker, cascadeWorker: cascadeWorker, workers: [cleanupWorker, purger, cascadeWorker])
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import Locify
 import LocifyJobs
 import Postgres
 import Synchronization
@@ -302,7 +303,8 @@ struct StoredState {
     var counts: [String: (stored: Int64, actual: Int64)] = [:]
 
     static func read(_ pool: ConnectionPool, _ userID: String) throws -> StoredState {
-        CascadeWorker(pool: pool, logger: TestDatabase.logger).settleNow()
+        let services = LocifyServices(pool: pool, settings: LocifySettings(storageBucket: TestConstants.bucket))
+        CascadeWorker(pool: pool, cascades: services.cascades, logger: TestDatabase.logger).settleNow()
         return try pool.withConnection { connection in
             var state = StoredState()
             for row in try connection.query(

@@ -1,10 +1,12 @@
 import Foundation
 import Locify
+import LocifyJobs
 import LocifyRules
 import Postgres
 import Primitives
 import Testing
 import TestSupport
+import TestSupportDatabase
 
 /// Which durable clean-up jobs each deletion records, in its own transaction (openapi.yaml and
 /// section 11 "Storage clean-up"): only the user's own folders and objects in the configured bucket.
@@ -109,6 +111,7 @@ struct CleanupJobQueueTests {
         #expect(try Self.jobs(db).isEmpty, "a single location delete leaves images to the client")
 
         _ = try db.services.categories.delete(caller, id: doomed, updatedAt: nil, reassignTo: nil)
+        CascadeWorker(pool: db.pool, cascades: db.services.cascades, logger: TestDatabase.logger).settleNow()  // the batches queue the locations' clean-up (PendingCascades)
         let jobs = try Self.jobs(db)
         #expect(jobs.allSatisfy { $0.userID == uid })
         let expected: Set<QueuedJob> = [

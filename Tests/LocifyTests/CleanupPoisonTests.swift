@@ -80,6 +80,7 @@ struct CleanupPoisonTests {
         }
 
         _ = try services.categories.delete(caller, id: category, updatedAt: nil, reassignTo: nil)
+        CascadeWorker(pool: db.pool, cascades: services.cascades, logger: TestDatabase.logger).settleNow()  // the batches queue the locations' clean-up (PendingCascades)
 
         let targets = try Self.jobs(db).map(\.target)
         #expect(targets.contains("locations/\(uid)/shared/good.jpg"))

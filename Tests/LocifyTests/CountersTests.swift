@@ -60,7 +60,8 @@ struct CountersTests {
     /// cascade worker's job: until then a deleted category's locations are live rows that reads
     /// leave out, and no live category counts them).
     static func mismatches(_ pool: ConnectionPool) throws -> [String] {
-        CascadeWorker(pool: pool, logger: TestDatabase.logger).settleNow()
+        let services = LocifyServices(pool: pool, settings: LocifySettings(storageBucket: TestConstants.bucket))
+        CascadeWorker(pool: pool, cascades: services.cascades, logger: TestDatabase.logger).settleNow()
         return try pool.withConnection { connection in
             try connection.query(counterMismatchesSQL).map { row throws(PostgresError) in try row.decode(0, as: String.self) }
         }

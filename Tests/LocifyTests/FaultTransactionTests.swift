@@ -64,7 +64,7 @@ struct FaultTransactionTests {
         // The client retries (it never got an acknowledgement): the delete applies whole, a
         // cascade once settled.
         _ = try services.categories.delete(caller, id: category.id, updatedAt: nil, reassignTo: reassignTo)
-        CascadeWorker(pool: fixture.pool, logger: TestDatabase.logger).settleNow()
+        CascadeWorker(pool: fixture.pool, cascades: services.cascades, logger: TestDatabase.logger).settleNow()
         let after = try snapshot(fixture.pool, caller.userID)
         let moved = after.locations.filter { $0.category == target.id.uuidString.lowercased() && $0.live }.count
         let tombstoned = after.locations.filter { !$0.live }.count

@@ -126,7 +126,7 @@ struct PendingCascadeTests {
         #expect(Int64(snapshot.count) == liveCategories + 5)
 
         // Settling changes nothing a reader sees, and a cursor taken mid-way goes on where it was.
-        let worker = CascadeWorker(pool: fixture.db.pool, logger: TestDatabase.logger)
+        let worker = CascadeWorker(pool: fixture.db.pool, cascades: fixture.db.services.cascades, logger: TestDatabase.logger)
         #expect(worker.settleNow() == 1)
         #expect(worker.settleNow() == 0)
         #expect(try fixture.liveRowsInDoomed() == 0)
@@ -177,7 +177,7 @@ struct PendingCascadeTests {
         // The feed still has each doomed place once (beside the category written since).
         #expect(Set(after.map(\.id)).subtracting([fixture.kept]) == Set(feed.map(\.id)) && Set(after.map(\.id)).count == after.count)
 
-        #expect(CascadeWorker(pool: fixture.db.pool, logger: TestDatabase.logger).settleNow() == 1)
+        #expect(CascadeWorker(pool: fixture.db.pool, cascades: fixture.db.services.cascades, logger: TestDatabase.logger).settleNow() == 1)
         #expect(try fixture.liveRowsInDoomed() == 0)
         #expect(try fixture.listings() == listings)
     }
@@ -190,10 +190,12 @@ struct PendingCascadeTests {
         try fixture.cascade()
         let listings = try fixture.listings()
         let feed = try fixture.pages(from: before, limit: 7).flatMap(\.changes)
+        // Each batch starts where the previous one left off, as the worker's do.
+        var position: SettlingPosition?
         let settleOneBatch = {
-            try fixture.db.pool.withTransaction { connection in
-                try PendingCascades.settleBatch(connection, userID: fixture.caller.userID, limit: 7)
-            }
+            position = try fixture.db.pool.withTransaction { connection in
+                try fixture.db.services.cascades.settleBatch(connection, userID: fixture.caller.userID, limit: 7, after: position)
+            }.position
         }
         // A phone pulls 5 changes at a time while batches of 7 commit between its pages.
         var cursor = before
@@ -205,7 +207,7 @@ struct PendingCascadeTests {
             pulled += page.changes
             cursor = page.cursor
             if try !fixture.pending().isEmpty {
-                _ = try settleOneBatch()
+                try settleOneBatch()
                 batches += 1
                 live.append(try fixture.liveRowsInDoomed())
                 #expect(try fixture.listings() == listings, "after batch \(batches)")
@@ -214,7 +216,7 @@ struct PendingCascadeTests {
         }
         #expect(pulled == feed, "a cursor taken mid-way reads on with no gap and no repeat")
         #expect(Array(live.prefix(4)) == [23, 16, 9, 2])
-        while try !fixture.pending().isEmpty { _ = try settleOneBatch() }
+        while try !fixture.pending().isEmpty { try settleOneBatch() }
         #expect(try fixture.liveRowsInDoomed() == 0)
         #expect(try fixture.pages(from: before, limit: 7).flatMap(\.changes) == feed)
         #expect(try fixture.listings() == listings)
@@ -231,6 +233,133 @@ struct PendingCascadeTests {
             try connection.query("SELECT locify_recount_location_counters(\(fixture.caller.userID), \([fixture.doomed]))")
         }
         #expect(try counters() == [0, 0])
+    }
+
+    /// What PostgreSQL's statistics say `body` did on the pool's one connection: rows of
+    /// `locations` read (by sequential scans, and entries read from its indexes) and written, and
+    /// clean-up jobs inserted. The connection's pending statistics are flushed before and after
+    /// (`pg_stat_force_next_flush` flushes them as the statement ends, before it answers).
+    static func work(_ db: LocifyTestDatabase, _ body: () throws -> Void) throws -> (locationsRead: Int64, locationsWritten: Int64, jobs: Int64) {
+        let read = {
+            try db.pool.withConnection { connection in
+                try connection.query("SELECT pg_stat_force_next_flush()")
+                let row = try connection.query(
+                    """
+                    SELECT t.seq_tup_read + (SELECT COALESCE(sum(i.idx_tup_read), 0)::bigint FROM pg_stat_user_indexes i
+                                             WHERE i.relid = t.relid),
+                           t.n_tup_upd + t.n_tup_ins, (SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 'cleanup_jobs')
+                    FROM pg_stat_user_tables t WHERE t.relname = 'locations'
+                    """
+                ).first
+                return [try row?.decode(0, as: Int64.self) ?? -1, try row?.decode(1, as: Int64.self) ?? -1, try row?.decode(2, as: Int64.self) ?? -1]
+            }
+        }
+        let before = try read()
+        try body()
+        let after = try read()
+        return (after[0] - before[0], after[1] - before[1], after[2] - before[2])
+    }
+
+    /// Every Storage path the user's queued clean-up jobs name, with how many times each is named.
+    static func queuedTargets(_ db: LocifyTestDatabase, _ userID: String) throws -> [String: Int] {
+        let jobs = try db.pool.withConnection { connection in
+            try connection.query("SELECT kind, target FROM cleanup_jobs WHERE user_id = \(userID)").map { row in
+                (try row.decode(0, as: String.self), try row.decode(1, as: String.self))
+            }
+        }
+        var targets: [String: Int] = [:]
+        for (kind, target) in jobs {
+            for path in CleanupJob.targets(of: target, kind: CleanupJob.Kind(rawValue: kind)) { targets[path, default: 0] += 1 }
+        }
+        return targets
+    }
+
+    @Test(
+        "a cascade's delete reads and queues nothing per location; each location's clean-up is queued once, by whatever hides it"
+    )
+    func deleteDoesNotGrowWithTheCategory() throws {
+        let db = try LocifyTestDatabase.create(poolSize: 1)
+        defer { db.drop() }
+        let caller = TestConstants.newCaller()
+        let uid = caller.userID
+        let (big, other) = (UUID(), UUID())
+        _ = try db.services.categories.create(caller, CategoryDraft(id: big, name: "Big"))
+        _ = try db.services.categories.create(caller, CategoryDraft(id: other, name: "Other"))
+        let object = "https://firebasestorage.googleapis.com/v0/b/\(TestConstants.bucket)/o/"
+        var expected: [String: Int] = [:]
+        // Each folder in both spellings of its id (iOS names folders with upper-case ids).
+        let folders = { (folder: UserStorageFolder, id: UUID) in
+            for spelling in [id.uuidString.lowercased(), id.uuidString] { expected[folder.prefix(uid: uid, record: spelling)] = 1 }
+        }
+        folders(.categories, big)
+        folders(.categories, other)
+        // Big's locations first in the table, so that finding one reads one row whatever the plan.
+        var bigLocations: [UUID] = []
+        for (category, count) in [(big, 200), (other, 5)] {
+            for index in 0..<count {
+                let id = UUID()
+                // Some photos: one in the location's own folder (its folder's job covers it), one
+                // elsewhere in the user's folders (a job of its own), one in the category's folder
+                // (the category's job, queued by the delete, covers it).
+                let images =
+                    index % 50 == 0
+                    ? [
+                        "\(object)locations%2F\(uid)%2F\(id.uuidString)%2Fown.jpg", "\(object)locations%2F\(uid)%2Fshared%2F\(id.uuidString).jpg",
+                        "\(object)categories%2F\(uid)%2F\(category.uuidString.lowercased())%2F\(index).jpg",
+                    ] : []
+                _ = try db.services.locations.create(
+                    caller, LocationDraft(id: id, categoryID: category, name: "P\(index)", latitude: 1, longitude: 2, imageURLs: images))
+                if category == big { bigLocations.append(id) }
+                folders(.locations, id)
+                if !images.isEmpty { expected["locations/\(uid)/shared/\(id.uuidString).jpg"] = 1 }
+            }
+        }
+
+        let delete = try Self.work(db) { _ = try db.services.categories.delete(caller, id: big, updatedAt: nil, reassignTo: nil) }
+        #expect(delete.locationsRead <= 10, "before: every one of the 200 locations was read")
+        #expect(delete.locationsWritten == 0)
+        #expect(delete.jobs == 2, "the category's own folder, in both spellings; before: 22 jobs for the locations' folders and photos")
+        #expect(try Self.queuedTargets(db, uid).keys.allSatisfy { $0.hasPrefix("categories/") })
+
+        // A write hides the location it touches (its clean-up with it), batches settle some,
+        // then a write to the other cascade's tombstone settles the rest whole.
+        _ = try db.services.locations.delete(caller, id: bigLocations[0], updatedAt: nil)
+        for _ in 0..<3 {
+            _ = try db.pool.withTransaction { connection in try db.services.cascades.settleBatch(connection, userID: uid, limit: 7) }
+        }
+        _ = try db.services.categories.delete(caller, id: other, updatedAt: nil, reassignTo: nil)
+        _ = try db.services.categories.delete(caller, id: other, updatedAt: nil, reassignTo: nil)
+        let live = try db.pool.withConnection { connection in
+            try connection.query("SELECT count(*) FROM locations WHERE user_id = \(uid) AND deleted_at IS NULL").first?.decode(0, as: Int64.self)
+        }
+        #expect(live == 0)
+        #expect(try Self.queuedTargets(db, uid) == expected)
+    }
+
+    @Test("a batch resumes only its own cascade: the category brought back and deleted again settles whole, whatever position was kept")
+    func positionOfAnEarlierCascadeIsIgnored() throws {
+        let fixture = try Fixture()
+        defer { fixture.db.drop() }
+        let batch = { (after: SettlingPosition?) in
+            try fixture.db.pool.withTransaction { connection in
+                try fixture.db.services.cascades.settleBatch(connection, userID: fixture.caller.userID, limit: 7, after: after)
+            }
+        }
+        try fixture.cascade()
+        let first = try batch(nil)
+        #expect(try fixture.liveRowsInDoomed() == 23 && first.position != nil)
+        // Brought back (its 30 places with it), then deleted again: a new cascade of the same category.
+        _ = try fixture.db.services.categories.replace(fixture.caller, CategoryDraft(id: fixture.doomed, name: "Back"))
+        #expect(try fixture.liveRowsInDoomed() == 30)
+        try fixture.cascade()
+        var position = first.position
+        var batches = 0
+        while try !fixture.pending().isEmpty && batches < 10 {
+            position = try batch(position).position
+            batches += 1
+        }
+        #expect(try fixture.liveRowsInDoomed() == 0, "the 7 places before the old position were hidden too")
+        #expect(try fixture.listings()[0].first == "total 5")
     }
 
     @Test("a user whose settling fails backs off while another user's cascade settles; the oldest cascade goes first")
@@ -254,7 +383,7 @@ struct PendingCascadeTests {
         }
         let time = Mutex(Duration.seconds(100))
         let worker = CascadeWorker(
-            pool: failing.db.pool, batchSize: 7, retryDelay: .seconds(10), clock: MonotonicClock { time.withLock { $0 } },
+            pool: failing.db.pool, cascades: failing.db.services.cascades, batchSize: 7, retryDelay: .seconds(10), clock: MonotonicClock { time.withLock { $0 } },
             logger: TestDatabase.logger)
         #expect(worker.settleNow() == 1)
         #expect(try other.pending().isEmpty && other.liveRowsInDoomed() == 0)
@@ -284,7 +413,7 @@ struct PendingCascadeTests {
     func workerSettles() async throws {
         let fixture = try Fixture()
         defer { fixture.db.drop() }
-        let worker = CascadeWorker(pool: fixture.db.pool, interval: .seconds(3600), logger: TestDatabase.logger)
+        let worker = CascadeWorker(pool: fixture.db.pool, cascades: fixture.db.services.cascades, interval: .seconds(3600), logger: TestDatabase.logger)
         worker.start()
         defer { worker.stop() }
         try fixture.cascade()

@@ -1,10 +1,12 @@
 import Foundation
 import Locify
+import LocifyJobs
 import LocifyRules
 import Postgres
 import Primitives
 import Testing
 import TestSupport
+import TestSupportDatabase
 
 @Suite("Domain services against PostgreSQL")
 struct ServiceSmokeTests {
@@ -74,6 +76,8 @@ struct ServiceSmokeTests {
         #expect(tombstone.deletedAt != nil && tombstone.version == 2)
         #expect(try db.services.locations.list(caller, LocationQuery()).totalCount == 0)
         #expect(throws: LocifyError.notFound(.location)) { try db.services.locations.get(caller, id: locationID) }
+        // The category's clean-up with its delete, its location's as the cascade settles.
+        CascadeWorker(pool: db.pool, cascades: db.services.cascades, logger: TestDatabase.logger).settleNow()
         let jobs = try db.pool.withConnection { connection in
             try connection.query("SELECT kind, target FROM cleanup_jobs ORDER BY id").map { row in
                 "\(try row.decode(0, as: String.self)) \(try row.decode(1, as: String.self))"

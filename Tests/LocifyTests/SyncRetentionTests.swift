@@ -66,7 +66,7 @@ struct SyncRetentionTests {
         let before = try services.sync.pull(caller, since: nil, limit: 100)
         _ = try services.locations.delete(caller, id: places[0], updatedAt: nil)
         _ = try services.categories.delete(caller, id: gone, updatedAt: nil, reassignTo: nil)  // cascades places[2]
-        CascadeWorker(pool: db.pool, logger: TestDatabase.logger).settleNow()  // which tombstones it (PendingCascades)
+        CascadeWorker(pool: db.pool, cascades: db.services.cascades, logger: TestDatabase.logger).settleNow()  // which tombstones it (PendingCascades)
 
         let tombstones = { (owner: Caller) throws -> Int64 in
             try db.pool.withConnection { connection in

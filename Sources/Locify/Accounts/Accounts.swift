@@ -23,12 +23,15 @@ public struct Accounts: Sendable {
     /// The wall clock every write stamps (a new account's `created_at` too).
     let now: @Sendable () -> Timestamp
     let announce: ChangeAnnouncer?
+    /// What a write settles of a pending cascade before it touches a row (`RecordTable.findForWrite`).
+    let cascades: PendingCascades
 
     /// The door to the users' data on `pool`; `announce` hears of every committed change.
-    init(pool: ConnectionPool, now: @escaping @Sendable () -> Timestamp, announce: ChangeAnnouncer?) {
+    init(pool: ConnectionPool, now: @escaping @Sendable () -> Timestamp, announce: ChangeAnnouncer?, cascades: PendingCascades) {
         self.pool = pool
         self.now = now
         self.announce = announce
+        self.cascades = cascades
     }
 
     /// Runs `body` in a write transaction of the caller's account, once the gate passed, under the

@@ -75,32 +75,21 @@ public struct CategoryService: Sendable {
             try LocifyError.applying(CategoryRules.checkReassignTarget(isKnown:), to: CategoryStore.isKnown(connection, userID: userID, id: target))
         }
         try CategoryStore.setReassignTarget(connection, userID: userID, id: category.id, target: reassignTo)
-        let hidden: [(id: UUID, imageURLsOutsideFolder: [String])]
+        let hidden: [HiddenLocation]
         if reassignTo == nil && category.deletedAt == nil {
-            // A cascade of a live category hides the locations shown in it after answering
-            // (PendingCascades); their clean-up is queued now, with the delete.
-            hidden = try LocationStore.shown(connection, userID: userID, in: category.id)
-            if !hidden.isEmpty { try PendingCascades.record(connection, userID: userID, category: category.id) }
+            // A cascade of a live category hides the locations shown in it after answering, batch
+            // by batch, each batch queuing the clean-up of what it hid (PendingCascades): nothing
+            // here grows with the category.
+            if try LocationStore.anyShown(connection, userID: userID, in: category.id) {
+                try PendingCascades.record(connection, userID: userID, category: category.id)
+            }
+            hidden = []
         } else {
             hidden = try LocationStore.follow(connection, userID: userID, category: category.id, stamp: stamp)
         }
         // A category deleted again has had its folder queued already.
-        var folders = category.deletedAt == nil ? CleanupJob.categoryFolders(userID: userID, id: category.id) : []
-        var urls = reassignTo == nil ? category.icon.map { [$0] } ?? [] : []
-        for location in hidden {
-            folders += CleanupJob.locationFolders(userID: userID, id: location.id)
-            urls += location.imageURLsOutsideFolder
-        }
-        // Objects inside a folder queued here go with it (the set is built only when some URL names
-        // an object: a cascade of locations whose photos are all in their own folders reads none).
-        var objects = storage.ownedObjects(urls, userID: userID)
-        if !objects.isEmpty {
-            let queued = Set(folders)
-            objects.removeAll { CleanupJob.isInside($0, anyOf: queued) }
-        }
-        let jobs = CleanupJob.folders(folders) + CleanupJob.objects(objects)
-        if CleanupJob.isFolderSafe(userID: userID), !jobs.isEmpty {
-            try CleanupJobStore.enqueue(connection, userID: userID, jobs)
-        }
+        try storage.queueCleanup(
+            connection, userID: userID, folders: category.deletedAt == nil ? CleanupJob.categoryFolders(userID: userID, id: category.id) : [],
+            urls: reassignTo == nil ? category.icon.map { [$0] } ?? [] : [], locations: hidden)
     }
 }

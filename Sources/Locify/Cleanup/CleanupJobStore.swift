@@ -135,6 +135,34 @@ struct StorageScope: Sendable {
         }
     }
 
+    /// Queues, in the caller's transaction, the Storage clean-up of what a delete removed: the
+    /// folders `folders`, the objects `urls` name, and each of `locations`' own folders and the
+    /// objects its image URLs name outside them. An object inside a folder queued here, or in
+    /// `queuedBefore` (queued by an earlier transaction), goes with that folder's job. Nothing is
+    /// queued for a user id that cannot name a folder safely (`CleanupJob.isFolderSafe`).
+    func queueCleanup(
+        _ connection: PostgresConnection, userID: String, folders: [String] = [], urls: [String] = [],
+        locations: [HiddenLocation], queuedBefore: [String] = []
+    ) throws {
+        var folders = folders
+        var urls = urls
+        for location in locations {
+            folders += CleanupJob.locationFolders(userID: userID, id: location.id)
+            urls += location.imageURLsOutsideFolder
+        }
+        // The set is built only when some URL names an object: a cascade of locations whose photos
+        // are all in their own folders reads none.
+        var objects = ownedObjects(urls, userID: userID)
+        if !objects.isEmpty {
+            let queued = Set(folders + queuedBefore)
+            objects.removeAll { CleanupJob.isInside($0, anyOf: queued) }
+        }
+        let jobs = CleanupJob.folders(folders) + CleanupJob.objects(objects)
+        if CleanupJob.isFolderSafe(userID: userID), !jobs.isEmpty {
+            try CleanupJobStore.enqueue(connection, userID: userID, jobs)
+        }
+    }
+
     /// The object paths, among `urls`, that are safe to delete for `userID`. A URL stored before
     /// the write-time rule whose object name cannot exist (a control character, over 1,024
     /// bytes) is skipped and counted: queuing it would fail the deletion (NUL) or a job forever.

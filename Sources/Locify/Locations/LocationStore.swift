@@ -3,6 +3,11 @@ import LocifyRules
 import Postgres
 import Primitives
 
+/// A location a cascade hid, with its image URLs when one may name an object outside its own
+/// folder (`images_outside_folder`, migrations/0007; the folder's job covers the others): what its
+/// Storage clean-up needs (`StorageScope.queueCleanup`).
+typealias HiddenLocation = (id: UUID, imageURLsOutsideFolder: [String])
+
 /// The SQL of locations. Write functions run inside a transaction that began with
 /// `Accounts.write`, whose change stamp they put on every row they touch.
 enum LocationStore: RecordTable {
@@ -18,60 +23,93 @@ enum LocationStore: RecordTable {
     }
 
     /// `find`, for a write: a location still shown in a category whose cascade is pending is hidden
-    /// first, at the cascade's stamp, as settling would hide it (`PendingCascades`), so the write
-    /// meets the tombstone every read already shows.
-    static func findForWrite(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Location? {
-        try connection.query(
+    /// first, at the cascade's stamp, as settling would hide it, its clean-up queued with it
+    /// (`PendingCascades`), so the write meets the tombstone every read already shows.
+    static func findForWrite(_ connection: PostgresConnection, userID: String, id: UUID, cascades: PendingCascades) throws -> Location? {
+        let row = try connection.query(
             """
             WITH target AS (
-                SELECT l.user_id, l.id, c.change_seq FROM users u
+                SELECT l.user_id, l.id, l.category_id, c.change_seq FROM users u
                 JOIN locations l ON l.user_id = u.id AND l.id = \(id) AND l.deleted_at IS NULL AND l.category_id = ANY (u.hiding)
                 JOIN categories c ON c.user_id = u.id AND c.id = l.category_id
                 WHERE u.id = \(userID)
             ), hidden AS (
                 UPDATE locations l SET \(unsafeSQL: hidingAssignments), change_seq = target.change_seq
                 FROM target WHERE l.user_id = target.user_id AND l.id = target.id
-                RETURNING \(unsafeSQL: columns.sql)
+                RETURNING \(unsafeSQL: columns.sql), target.category_id
             )
             SELECT * FROM hidden
             UNION ALL
-            SELECT \(unsafeSQL: columns.sql) FROM locations l
+            SELECT \(unsafeSQL: columns.sql), NULL FROM locations l
             WHERE l.user_id = \(userID) AND l.id = \(id) AND NOT EXISTS (SELECT 1 FROM hidden)
             """
-        ).first.map(columns.decode)
+        ).first
+        guard let row else { return nil }
+        var column = ColumnReader(row)
+        let location = try columns.decode(&column)
+        if let cascade = try column.next(UUID?.self) {
+            // Its URLs in its own folder are left to the folder's job, as `images_outside_folder` would.
+            try cascades.queueCleanup(connection, userID: userID, of: [(location.id, location.imageURLs)], shownIn: cascade)
+        }
+        return location
     }
 
     /// Hides up to `limit` live locations shown in `category`, whose cascade is pending, at its
-    /// `stamp` (`PendingCascades.settleBatch`); returns how many. The category's counters drop by
-    /// the rows hidden, in the same statement, instead of once per row (`skipCounters`).
-    static func hideBatch(_ connection: PostgresConnection, userID: String, category: UUID, stamp: Int64, limit: Int) throws -> Int {
+    /// `stamp` (`PendingCascades.settleBatch`): the first in the order of an index of live rows
+    /// (newest first, then by id) after `after` (the last one an earlier batch hid; nil: from
+    /// the first). Returns them, for their clean-up (as `follow` does), and the last of them in
+    /// that order. The category's counters drop by the rows hidden, in the same statement, instead
+    /// of once per row (`skipCounters`).
+    static func hideBatch(
+        _ connection: PostgresConnection, userID: String, category: UUID, stamp: Int64, limit: Int,
+        after: (createdAt: String, id: UUID)?
+    ) throws -> (hidden: [HiddenLocation], last: (createdAt: String, id: UUID)?) {
         try skipCounters(connection, true)
-        // The batch's ids are read in an order an index of live rows keeps (so each batch starts
-        // after the rows hidden before, not behind them in the table) and passed as one array: a
-        // join with `LIMIT` bound as a parameter made the generic plan expect a tenth of the table
-        // and hash-join all of it (5 s a batch at 3,000,000 locations).
+        // The ids are read through an index of live rows, and a hidden row's entry stays there
+        // (dead) until a vacuum: read from the first, each batch walked past every row hidden
+        // before it (45 ms of the batch at 210,000 hidden, growing with them). So a batch starts
+        // after the last row the previous one hid (the same `created_at` with a greater id, then
+        // older rows: two index ranges).
+        // The ids are passed as one array: a join with `LIMIT` bound as a parameter made the
+        // generic plan expect a tenth of the table and hash-join all of it (5 s a batch).
+        let (createdAt, id) = after ?? ("infinity", UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
         let rows = try connection.query(
             """
             WITH hidden AS (
                 UPDATE locations l SET \(unsafeSQL: hidingAssignments), change_seq = \(stamp)
                 WHERE l.user_id = \(userID) AND l.id = ANY (ARRAY(
-                    SELECT t.id FROM locations t
-                    WHERE t.user_id = \(userID) AND t.category_id = \(category) AND t.deleted_at IS NULL
-                    ORDER BY t.created_at DESC, t.id
+                    SELECT p.id FROM (
+                        (SELECT t.id, t.created_at FROM locations t
+                         WHERE t.user_id = \(userID) AND t.category_id = \(category) AND t.deleted_at IS NULL
+                           AND t.created_at = \(createdAt)::timestamptz AND t.id > \(id)
+                         ORDER BY t.id LIMIT \(Int64(limit)))
+                        UNION ALL
+                        (SELECT t.id, t.created_at FROM locations t
+                         WHERE t.user_id = \(userID) AND t.category_id = \(category) AND t.deleted_at IS NULL
+                           AND t.created_at < \(createdAt)::timestamptz
+                         ORDER BY t.created_at DESC, t.id LIMIT \(Int64(limit)))
+                    ) p
+                    ORDER BY p.created_at DESC, p.id
                     LIMIT \(Int64(limit))))
-                RETURNING l.is_favorite
+                RETURNING l.id, l.is_favorite, l.created_at, CASE WHEN l.images_outside_folder IS NOT FALSE THEN l.image_urls END AS urls
             ), counted AS (
                 UPDATE categories c SET location_count = c.location_count - (SELECT count(*) FROM hidden),
                        favorite_count = c.favorite_count - (SELECT count(*) FROM hidden WHERE is_favorite)
                 WHERE c.user_id = \(userID) AND c.id = \(category)
             )
-            SELECT count(*) FROM hidden
+            SELECT id, urls, (SELECT created_at::text FROM hidden ORDER BY created_at, id DESC LIMIT 1),
+                   (SELECT id FROM hidden ORDER BY created_at, id DESC LIMIT 1)
+            FROM hidden
             """)
         try skipCounters(connection, false)
-        return try rows.first.map { row throws(PostgresError) in
+        var hidden: [HiddenLocation] = []
+        var last: (createdAt: String, id: UUID)?
+        for row in rows {
             var column = ColumnReader(row)
-            return Int(try column.next(Int64.self))
-        } ?? 0
+            hidden.append((try column.next(), try column.next([String]?.self) ?? []))
+            last = (try column.next(), try column.next())
+        }
+        return (hidden, last)
     }
 
     /// How a live location of a cascade's category is hidden, as `follow` hides it: under its own
@@ -210,7 +248,7 @@ enum LocationStore: RecordTable {
     /// of the categories involved (`locify_recount_location_counters`), linear in their locations.
     static func follow(
         _ connection: PostgresConnection, userID: String, category: UUID, stamp: Int64
-    ) throws -> [(id: UUID, imageURLsOutsideFolder: [String])] {
+    ) throws -> [HiddenLocation] {
         let graph = try CategoryGraph.load(connection, userID: userID)
         let owners = graph.dependents(of: category)
         // The categories whose counts can change: the owners, where they show their locations,
@@ -224,7 +262,7 @@ enum LocationStore: RecordTable {
                 WHERE l.user_id = \(userID) AND l.own_category_id = ANY (\(owners)) AND l.deleted_at IS NULL
                 """
             ).map(shownIn.decode))
-        var hidden: [(id: UUID, imageURLsOutsideFolder: [String])] = []
+        var hidden: [HiddenLocation] = []
         var changed = false
         try skipCounters(connection, true)
         for owner in owners {
@@ -247,10 +285,7 @@ enum LocationStore: RecordTable {
                 """)
             changed = changed || rows.count > 0
             guard isHidden else { continue }
-            for row in rows {
-                var column = ColumnReader(row)
-                hidden.append((try column.next(), try column.next([String]?.self) ?? []))
-            }
+            hidden += try rows.map(decodeHidden)
         }
         // The per-row counter trigger updated a category's row once per location, and each update
         // walks the row's versions made earlier in the transaction: quadratic (20,000 locations:
@@ -262,21 +297,18 @@ enum LocationStore: RecordTable {
         return hidden
     }
 
-    /// The live locations shown in `category`, with their image URLs when one may name an object
-    /// outside the location's own folder (as `follow` returns them): those a cascade of the live
-    /// category hides (`PendingCascades`).
-    static func shown(
-        _ connection: PostgresConnection, userID: String, in category: UUID
-    ) throws -> [(id: UUID, imageURLsOutsideFolder: [String])] {
-        try connection.query(
-            """
-            SELECT l.id, CASE WHEN l.images_outside_folder IS NOT FALSE THEN l.image_urls END FROM locations l
-            WHERE l.user_id = \(userID) AND l.category_id = \(category) AND l.deleted_at IS NULL
-            """
-        ).map { row throws(PostgresError) in
-            var column = ColumnReader(row)
-            return (try column.next(), try column.next([String]?.self) ?? [])
-        }
+    /// Whether a live location is shown in `category`: whether a cascade of the live category has
+    /// anything to hide (`PendingCascades`).
+    static func anyShown(_ connection: PostgresConnection, userID: String, in category: UUID) throws -> Bool {
+        !(try connection.query(
+            "SELECT 1 FROM locations l WHERE l.user_id = \(userID) AND l.category_id = \(category) AND l.deleted_at IS NULL LIMIT 1"
+        ).isEmpty)
+    }
+
+    /// A hidden location's id and its image URLs when one may name an object outside its own folder.
+    private static func decodeHidden(_ row: PostgresRow) throws(PostgresError) -> HiddenLocation {
+        var column = ColumnReader(row)
+        return (try column.next(), try column.next([String]?.self) ?? [])
     }
 
     /// Turns the per-row counter triggers (migrations/0006) off or back on for the rest of the

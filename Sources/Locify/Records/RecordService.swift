@@ -55,7 +55,7 @@ struct RecordService<Table: RecordTable>: Sendable {
         do {
             applied = try accounts.write(caller) { transaction in
                 let (connection, stamp) = (transaction.connection, transaction.stamp)
-                let stored = try Table.findForWrite(connection, userID: caller.userID, id: patch.id)
+                let stored = try Table.findForWrite(connection, userID: caller.userID, id: patch.id, cascades: accounts.cascades)
                 let now = self.now()
                 let decision = Rule.decide(
                     intent, stored: stored?.fieldClock, requested: patch.updatedAt, now: now,
@@ -126,7 +126,7 @@ struct RecordService<Table: RecordTable>: Sendable {
             return try accounts.write(caller) { transaction in
                 try check()
                 let (connection, stamp) = (transaction.connection, transaction.stamp)
-                guard let stored = try Table.findForWrite(connection, userID: caller.userID, id: id) else {
+                guard let stored = try Table.findForWrite(connection, userID: caller.userID, id: id, cascades: accounts.cascades) else {
                     throw LocifyError.notFound(Record.kind)
                 }
                 let decision = Rule.decide(.delete, stored: stored.fieldClock, requested: updatedAt, now: now(), sameValue: { _ in false })

@@ -27,8 +27,8 @@ protocol RecordTable {
     static func findQuery(userID: String, id: UUID) -> PostgresQuery
 
     /// The record or tombstone a write of `id` overwrites, read under the user's write lock after
-    /// whatever a pending cascade must settle for that write (`PendingCascades`).
-    static func findForWrite(_ connection: PostgresConnection, userID: String, id: UUID) throws -> Record?
+    /// whatever a pending cascade must settle for that write (`cascades`).
+    static func findForWrite(_ connection: PostgresConnection, userID: String, id: UUID, cascades: PendingCascades) throws -> Record?
 
     /// Inserts the draft as a new record, version 1, stamped `stamp`, every field at `at` (no
     /// `field_stamps`: NULL, migrations/0009); returns the record.

@@ -522,7 +522,7 @@ struct SyncLongPollTests {
         // The commit's NOTIFY comes back through LISTEN on its own connection: the pull may be
         // answered before it is received and counted (the clean-clone CI run read 0 under load).
         #expect(
-            eventually {
+            try eventually {
                 let metrics = try PrometheusText(try server.request("GET", "/metrics").text)
                 return (metrics.value("live_notifications_total") ?? 0) >= 1
             })

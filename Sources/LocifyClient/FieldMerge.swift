@@ -61,13 +61,6 @@ extension FieldMergedRecord {
 }
 
 extension Category: FieldMergedRecord {
-    mutating func take(_ field: CategoryField, from write: CategoryWrite) {
-        switch field {
-        case .name: name = write.name
-        case .icon: icon = write.icon
-        }
-    }
-
     func holds(_ field: CategoryField, of write: CategoryWrite) -> Bool {
         switch field {
         case .name: name == write.name
@@ -86,18 +79,6 @@ extension Category: FieldMergedRecord {
 }
 
 extension Location: FieldMergedRecord {
-    mutating func take(_ field: LocationField, from write: LocationWrite) {
-        switch field {
-        case .categoryID: categoryID = write.categoryID
-        case .name: name = write.name
-        case .address: address = write.address
-        case .description: description = write.description
-        case .coordinates: (latitude, longitude) = (write.latitude, write.longitude)
-        case .isFavorite: isFavorite = write.isFavorite
-        case .imageURLs: imageURLs = write.imageURLs
-        }
-    }
-
     func holds(_ field: LocationField, of write: LocationWrite) -> Bool {
         switch field {
         case .categoryID: categoryID == write.categoryID
@@ -129,3 +110,51 @@ extension FieldLastWriteWins.Clock {
         return Self(stamps: stamps, deletedAt: nil) ?? self
     }
 }
+
+/// A category or a category write: the merged fields a write sets one by one.
+protocol CategoryFieldValues {
+    var name: String { get set }
+    var icon: String? { get set }
+}
+
+extension CategoryFieldValues {
+    /// Sets `field` to `write`'s value of it.
+    mutating func take(_ field: CategoryField, from write: CategoryWrite) {
+        switch field {
+        case .name: name = write.name
+        case .icon: icon = write.icon
+        }
+    }
+}
+
+/// A location or a location write: the merged fields a write sets one by one.
+protocol LocationFieldValues {
+    var categoryID: UUID { get set }
+    var name: String { get set }
+    var address: String? { get set }
+    var description: String? { get set }
+    var latitude: Double { get set }
+    var longitude: Double { get set }
+    var isFavorite: Bool { get set }
+    var imageURLs: [String] { get set }
+}
+
+extension LocationFieldValues {
+    /// Sets `field` to `write`'s value of it.
+    mutating func take(_ field: LocationField, from write: LocationWrite) {
+        switch field {
+        case .categoryID: categoryID = write.categoryID
+        case .name: name = write.name
+        case .address: address = write.address
+        case .description: description = write.description
+        case .coordinates: (latitude, longitude) = (write.latitude, write.longitude)
+        case .isFavorite: isFavorite = write.isFavorite
+        case .imageURLs: imageURLs = write.imageURLs
+        }
+    }
+}
+
+extension Category: CategoryFieldValues {}
+extension CategoryWrite: CategoryFieldValues {}
+extension Location: LocationFieldValues {}
+extension LocationWrite: LocationFieldValues {}

@@ -273,31 +273,6 @@ extension LocationPatch: Codable {
 }
 
 extension CategoryWrite {
-    /// Sets `field` to `write`'s value of it.
-    mutating func take(_ field: CategoryField, from write: CategoryWrite) {
-        switch field {
-        case .name: name = write.name
-        case .icon: icon = write.icon
-        }
-    }
-}
-
-extension LocationWrite {
-    /// Sets `field` to `write`'s value of it.
-    mutating func take(_ field: LocationField, from write: LocationWrite) {
-        switch field {
-        case .categoryID: categoryID = write.categoryID
-        case .name: name = write.name
-        case .address: address = write.address
-        case .description: description = write.description
-        case .coordinates: (latitude, longitude) = (write.latitude, write.longitude)
-        case .isFavorite: isFavorite = write.isFavorite
-        case .imageURLs: imageURLs = write.imageURLs
-        }
-    }
-}
-
-extension CategoryWrite {
     /// The whole of `category` as a write made at `at`.
     init(_ category: Category, at: Date?) {
         self.init(id: category.id, name: category.name, icon: category.icon, createdAt: category.createdAt, updatedAt: at)

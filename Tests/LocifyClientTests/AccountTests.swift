@@ -110,7 +110,9 @@ struct AccountTests {
         let harness = ClientHarness(server)
         let photos = try PhotoFolder()
         defer { photos.remove() }
-        let uploader = FakeUploader([.fail, .fail, .fail, .fail])
+        // Uploads fail until the test says otherwise: how many attempts the rounds started by
+        // sync(), uploadPendingImages() and the sign-out each make depends on when they start.
+        let uploader = FakeUploader(Array(repeating: .fail, count: 10_000))
         let engine = SyncEngine(api: harness.api(), store: InMemoryStore())
         await engine.setImageUploader(uploader, settings: ImageUploadTests.settings(folder: photos.folder))
         let category = try await engine.saveCategory(name: "Trips")
@@ -124,6 +126,7 @@ struct AccountTests {
 
         await #expect(throws: LocifyError.unsyncedChanges(1)) { try await engine.signOut() }
         #expect(FileManager.default.fileExists(atPath: photo.path), "nothing erased")
+        uploader.setScript([])
         try await engine.signOut()  // the uploads succeed now
         #expect(try await harness.api().location(id: place.id).imageURLs == [FakeUploader.remoteURL(photo).absoluteString])
         #expect(try await engine.pendingImageUploads() == 0)

@@ -51,6 +51,9 @@ final class FakeUploader: ImageUploader {
     /// Calls hanging now.
     var hanging: Int { state.withLock { $0.hung.count } }
 
+    /// Replaces what the next calls do (empty: they succeed).
+    func setScript(_ script: [Behaviour]) { state.withLock { $0.script = script } }
+
     /// Lets every hung call answer (late).
     func releaseHung() {
         for continuation in state.withLock({ state in defer { state.hung = [] }; return state.hung }) { continuation.resume() }

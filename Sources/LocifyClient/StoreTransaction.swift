@@ -218,7 +218,8 @@ struct StoreTransaction {
     /// field, by the server's rule (issue 36): a pending rename survives a pulled favourite and
     /// the other way round. A record with a pending delete, or deleted on the server while a write
     /// of it is pending, keeps its local copy until the push settles it. A location in a category
-    /// this device is deleting is shown as that delete will leave it (removed, or moved).
+    /// this device is deleting is shown as its pending deletes will leave it (removed, or moved,
+    /// again if the category it moves to is deleted after).
     mutating func adopt(_ state: RecordState, fieldUpdatedAt: [String: Date]? = nil) throws {
         let key = RecordKey(kind: state.kind, id: state.id)
         let pending = outbox.entries(of: key)
@@ -234,15 +235,19 @@ struct StoreTransaction {
         case .location(var location):
             var clock = location.clock(fieldUpdatedAt: fieldUpdatedAt)
             for entry in pending { location.decide(entry.change, clock: &clock) }
-            if let delete = outbox.pendingDelete(ofCategory: location.categoryID) {
-                if let target = delete.reassignTarget, let at = delete.change.updatedAt {
-                    upsert(try keepingPendingImages(location.moved(to: target, at: at)), clock: clock.stamping(.categoryID, at: at.timestamp))
-                } else {
+            // Along the chain of pending deletes: a place moved to a category deleted after is
+            // moved or removed by that delete too.
+            var delete = outbox.pendingDelete(ofCategory: location.categoryID)
+            while let current = delete {
+                guard let target = current.reassignTarget, let at = current.change.updatedAt else {
                     removeLocation(location.id)
+                    return
                 }
-            } else {
-                upsert(try keepingPendingImages(location), clock: clock)
+                location = location.moved(to: target, at: at)
+                clock = clock.stamping(.categoryID, at: at.timestamp)
+                delete = outbox.entries(of: RecordKey(kind: .category, id: target)).first { $0.isCategoryDelete && $0.id > current.id }
             }
+            upsert(try keepingPendingImages(location), clock: clock)
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import LocifyClient
+import Synchronization
 import Testing
 import TestSupport
 import TestSupportServer
@@ -75,5 +76,46 @@ struct OutboxRegressionTests {
         try await device.engine.deleteCategory(id: c.id, reassignTo: d.id)
         try await device.engine.sync()
         try await Self.expectPlaces([place.id: d.id], device, harness)
+    }
+
+    @Test("rename place L in A, delete A moving its places to B, delete B, sync: no commit holds L without its category")
+    func placeOfAReassignedThenDeletedCategory() async throws {
+        let server = try TestServer.start()
+        let harness = ClientHarness(server)
+        let store = OrphanWatchingStore()
+        let device = await Device.make(harness, "one", store: store)
+        defer { device.done(); server.stop() }
+        let a = try await device.engine.saveCategory(name: "A")
+        let b = try await device.engine.saveCategory(name: "B")
+        let place = try await device.engine.saveLocation(LocationDraft(categoryID: a.id, name: "L", latitude: 1, longitude: 2))
+        try await device.engine.sync()
+        var draft = LocationDraft(place)
+        draft.name = "L renamed"
+        try await device.engine.saveLocation(draft)
+        try await device.engine.deleteCategory(id: a.id, reassignTo: b.id)
+        try await device.engine.deleteCategory(id: b.id)
+        try await device.engine.sync()
+        // A crash after the push's commit (before the pull's) would leave such a place on the device.
+        #expect(store.orphans.isEmpty, "commits held places whose category is not in the store: \(store.orphans)")
+        try await Self.expectPlaces([:], device, harness)
+    }
+}
+
+/// A store that notes, after each commit, the places whose category is not in the store (what a
+/// crash right after that commit would leave); the rest as InMemoryStore.
+final class OrphanWatchingStore: InMemoryWrapper, Sendable {
+    let inner = InMemoryStore()
+    private let found = Mutex<[String]>([])
+
+    /// The names of the places found without their category, one per commit that held them.
+    var orphans: [String] { found.withLock { $0 } }
+
+    func fieldStamps(of kind: RecordKind, id: UUID) throws -> [Int64]? { try inner.fieldStamps(of: kind, id: id) }
+
+    func commit(_ changes: LocalChanges) throws {
+        try inner.commit(changes)
+        let categories = Set(try inner.categories().map(\.id))
+        let orphans = try inner.locations(LocalQuery(limit: nil)).filter { !categories.contains($0.categoryID) }.map(\.name)
+        found.withLock { $0 += orphans }
     }
 }

@@ -69,4 +69,17 @@ struct HTTPServerBodyCapacityTests {
         harness.connection.releaseBodyBudget(context: harness.context)
         #expect(harness.charged == 0)
     }
+
+    @Test("a body cut off frees its buffer as it gives back its charge")
+    func cutBodyFreesItsBuffer() {
+        let harness = Harness(budget: 1_048_576)
+        harness.read(Array("POST /upload HTTP/1.1\r\nHost: h\r\nContent-Length: 100000\r\n\r\n".utf8))
+        harness.read([UInt8](repeating: 0x61, count: 50_000))
+        #expect(harness.charged == 50_000)
+        // Cut off (too slow, or shed when the budget is full): answered, then closed.
+        harness.connection.queueError(
+            HTTPRequestError(status: .requestTimeout, reason: "body slower than the minimum rate"), context: harness.context)
+        #expect(harness.charged == 0)
+        #expect(harness.connection.parser.bodyCapacity == 0)
+    }
 }

@@ -305,11 +305,13 @@ final class Connection: @unchecked Sendable {
         return true
     }
 
-    /// Returns the connection's share of the body budget (response queued, error, close).
-    /// Owner only; idempotent.
+    /// Returns the connection's share of the body budget (response queued, error, close), and
+    /// frees what a body cut off holds (a complete body is its request's by now) as it is given
+    /// back. Owner only; idempotent.
     func releaseBodyBudget(context: ServerContext) {
         if let bodyHolder { context.bodyBudget.release(heldBodyBytes, for: bodyHolder) }
         heldBodyBytes = 0
+        parser.discardBody()
     }
 
     /// Bytes of pipelined input and queued output the connection holds now.

@@ -177,6 +177,12 @@ public struct HTTPRequestParser: Sendable {
         body.reserveCapacity(capacity)
     }
 
+    /// Frees the buffer of the body being received: the server gave up on it (it answers it and
+    /// closes), or it has not started.
+    mutating func discardBody() {
+        body = []
+    }
+
     /// Makes room for `count` more body bytes, when the server has not (a parser used alone).
     private mutating func growBody(toTake count: Int) {
         if let capacity = bodyCapacity(toTake: count) { body.reserveCapacity(capacity) }

@@ -125,8 +125,8 @@ struct HTTPServerBodyAdmissionTests {
             var holders: [RawHTTPClient] = []
             for _ in 0..<2 {
                 let holder = try server.client()
-                try holder.send(postHead("/upload", 2 * Self.mebibyte + 1, extra: "X-Owner: alice\r\n"))
-                try holder.send([UInt8](repeating: 0x61, count: 2 * Self.mebibyte))
+                try holder.send(postHead("/upload", 2 * Self.mebibyte, extra: "X-Owner: alice\r\n"))
+                try holder.send([UInt8](repeating: 0x61, count: 2 * Self.mebibyte - 1))
                 holders.append(holder)
             }
             #expect(eventually(timeout: .seconds(10)) { server.server.bufferedBodyBytes == 4 * Self.mebibyte })
@@ -145,8 +145,8 @@ struct HTTPServerBodyAdmissionTests {
 
             // Without an owner the address is the holder: its share is separate from alice's.
             let anonymous = try server.client()
-            try anonymous.send(postHead("/upload", 2 * Self.mebibyte + 1))
-            try anonymous.send([UInt8](repeating: 0x61, count: 2 * Self.mebibyte))
+            try anonymous.send(postHead("/upload", 2 * Self.mebibyte))
+            try anonymous.send([UInt8](repeating: 0x61, count: 2 * Self.mebibyte - 1))
             #expect(eventually(timeout: .seconds(10)) { server.server.bufferedBodyBytes == 6 * Self.mebibyte })
             for holder in holders { holder.close() }
             anonymous.close()
@@ -161,8 +161,8 @@ struct HTTPServerBodyAdmissionTests {
             $0.maxBufferedBodyBytesPerClient = 2 * Self.mebibyte
         }) { server in
             let holder = try RawHTTPClient(port: server.port, sourceHost: "127.0.0.2")
-            try holder.send(postHead("/upload", 2 * Self.mebibyte))
-            try holder.send([UInt8](repeating: 0x61, count: 2 * Self.mebibyte - 1))
+            try holder.send(postHead("/upload", 2 * Self.mebibyte - 1))
+            try holder.send([UInt8](repeating: 0x61, count: 2 * Self.mebibyte - 2))
             #expect(eventually(timeout: .seconds(10)) { server.server.bufferedBodyBytes == 2 * Self.mebibyte - 1 })
             let second = try RawHTTPClient(port: server.port, sourceHost: "127.0.0.2")
             try second.send(postHead("/upload", 5) + "hello")

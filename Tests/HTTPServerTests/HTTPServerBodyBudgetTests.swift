@@ -20,12 +20,13 @@ struct HTTPServerBodyBudgetTests {
         eventually(timeout: .seconds(20)) { server.server.bufferedBodyBytes == bytes }
     }
 
-    /// Two clients of 127.0.0.1 holding `each` bytes of 2 MiB bodies.
+    /// Two clients of 127.0.0.1 each holding `each` bytes: a body of that length arrived but for
+    /// its last byte (its buffer has grown to the announced length).
     private func holders(_ server: HTTPTestServer, each: Int) throws -> [RawHTTPClient] {
         try (0..<2).map { _ in
             let client = try server.client()
-            try client.send(postHead(2 * Self.mebibyte))
-            try client.send([UInt8](repeating: 0x61, count: each))
+            try client.send(postHead(each))
+            try client.send([UInt8](repeating: 0x61, count: each - 1))
             return client
         }
     }
@@ -50,7 +51,7 @@ struct HTTPServerBodyBudgetTests {
             try held[0].send("a")
             let answered = try held[0].readResponse(timeout: .seconds(20))
             #expect(answered.status == 200)
-            #expect(answered.text == "POST /upload 2097152")
+            #expect(answered.text == "POST /upload 2097151")
             #expect(waitForBudget(server, 2 * Self.mebibyte - 1))
             let accepted = try server.roundTrip(postHead(10) + "0123456789")
             #expect(accepted.status == 200)

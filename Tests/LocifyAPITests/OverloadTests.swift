@@ -27,16 +27,16 @@ struct OverloadTests {
     func bodyBudget() throws {
         let server = try TestServer.start { $0.maxBufferedBodyBytes = 2 * Self.mebibyte }
         defer { server.stop() }
-        // A user's 2 MiB body, all but its last 2 bytes sent (an anonymous one is refused on its
-        // head), holds the budget but 2 bytes.
+        // A user's body of 2 MiB - 2 bytes, all but its last byte sent (an anonymous one is refused
+        // on its head), holds the budget but 2 bytes: its buffer, grown to the announced length.
         let token = try server.token(for: "budget-holder")
         let head = { (length: Int) in
             "POST /v1/categories HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
                 + "Authorization: Bearer \(token)\r\nContent-Length: \(length)\r\n\r\n"
         }
         let holder = try RawHTTPClient(port: server.port)
-        try holder.send(head(2 * Self.mebibyte))
-        try holder.send([UInt8](repeating: 0x20, count: 2 * Self.mebibyte - 2))
+        try holder.send(head(2 * Self.mebibyte - 2))
+        try holder.send([UInt8](repeating: 0x20, count: 2 * Self.mebibyte - 3))
         #expect(eventually(timeout: .seconds(20)) { server.application.server.bufferedBodyBytes == 2 * Self.mebibyte - 2 })
         // The same user's next body, arriving after its head: no room for its 10 bytes.
         let next = try RawHTTPClient(port: server.port)

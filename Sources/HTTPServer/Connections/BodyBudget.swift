@@ -1,9 +1,10 @@
 import Synchronization
 
 /// The server-wide budget for request bodies held in memory (`maxBufferedBodyBytes`), shared
-/// fairly among the clients holding it. A body holds what has arrived of it, never what it
-/// announces, charged to a holder: the owner the application named when it admitted the body
-/// (e.g. the authenticated user), or else the client's address. One holder holds at most its
+/// fairly among the clients holding it. A body holds the capacity of the buffer it is parsed into,
+/// which grows with what has arrived of it (never with what it announces), charged to a holder:
+/// the owner the application named when it admitted the body (e.g. the authenticated user), or
+/// else the client's address. One holder holds at most its
 /// share (`maxBufferedBodyBytesPerClient`). When the budget is full, a holder holding less than
 /// an equal part of it (the budget over the number of holders) is still given room, as are the
 /// next bytes of a body already arriving (up to an eighth beyond the budget), and the event loops
@@ -58,8 +59,8 @@ final class BodyBudget: Sendable {
         self.counters = counters
     }
 
-    /// Charges `bytes` that arrived to `holder`; nothing is charged unless the outcome is
-    /// `.charged`. The next bytes of a body already arriving (`arriving`) are given room beyond a
+    /// Charges `bytes` (the growth of a body's buffer) to `holder`; nothing is charged unless the
+    /// outcome is `.charged`. The next bytes of a body already arriving (`arriving`) are given room beyond a
     /// full budget, up to an eighth more, rather than cut: the loops then shed the slowest bodies.
     func charge(_ bytes: Int, to holder: Holder, arriving: Bool = false) -> Outcome {
         guard bytes > 0 else { return .charged }

@@ -47,9 +47,9 @@ final class Connection: @unchecked Sendable {
     /// Close once `output` is written (error response, `Connection: close`, HTTP/1.0, draining).
     var closeAfterOutput = false
 
-    /// Bytes of the server's body budget this connection holds: what has arrived of its current
-    /// request's body, until the response is queued or the connection closes; charged to
-    /// `bodyHolder`.
+    /// Bytes of the server's body budget this connection holds: the capacity its current request's
+    /// body buffer was grown to (`HTTPRequestParser.bodyCapacity(toTake:)`), until the response is
+    /// queued or the connection closes; charged to `bodyHolder`.
     var heldBodyBytes = 0
     var bodyHolder: BodyBudget.Holder?
     /// The application's decision about `headAwaitingDecision`, made on a worker; the loop
@@ -129,9 +129,10 @@ final class Connection: @unchecked Sendable {
             // A head parsed from input that waited in `unparsed` started and ended when it arrived.
             let arrival = arrivedAt ?? now
             if !receivingBody && parser.phase == .idle { headStartedAt = arrival }
+            if receivingBody && !makeRoomForBody(input.count - offset, context: context) { return input.count }
             switch parser.parse(UnsafeRawBufferPointer(rebasing: input[offset...])) {
             case .needMore:
-                if receivingBody && !chargeBody(input.count - offset, context: context) { return input.count }
+                if receivingBody { bodyBytesReceived += input.count - offset }
                 offset = input.count
             case .continueNeeded(let used):
                 // Not reported by a parser that pauses after heads (`.head` says it instead).
@@ -142,9 +143,10 @@ final class Connection: @unchecked Sendable {
                 judgeBody(of: head, expectsContinue: expectsContinue, bytesInHand: input.count - offset, now: now, context: context)
             case .request(let request, let used):
                 if !receivingBody { headerTimeSpent += arrival - headStartedAt }
-                if receivingBody && !chargeBody(used, context: context) { return input.count }
                 offset += used
-                settleBodyCharge(of: request, context: context)
+                // What the body holds stays charged until its response is queued.
+                bodyAdmitted = false
+                bodyBytesReceived = 0
                 requestsParsed += 1
                 deadlineKind = .none
                 deadline = .max
@@ -229,17 +231,20 @@ final class Connection: @unchecked Sendable {
         bodyHolder = holder
     }
 
-    /// Charges `bytes` of the body that just arrived to its holder; when the budget cannot take
-    /// them, queues the 429 (the holder's share) or the 503 (the budget) and returns false.
-    private func chargeBody(_ bytes: Int, context: ServerContext) -> Bool {
-        guard let holder = bodyHolder else { return true }
-        let outcome = context.bodyBudget.charge(bytes, to: holder, arriving: bodyBytesReceived > 0)
+    /// Grows the body's buffer to take `bytes` more of input once its holder is charged the
+    /// growth (the buffer's capacity is what the body holds, and grows with what arrives); when
+    /// the budget cannot take it, queues the 429 (the holder's share) or the 503 (the budget) and
+    /// returns false.
+    private func makeRoomForBody(_ bytes: Int, context: ServerContext) -> Bool {
+        guard let holder = bodyHolder, let capacity = parser.bodyCapacity(toTake: bytes) else { return true }
+        let growth = capacity - heldBodyBytes
+        let outcome = context.bodyBudget.charge(growth, to: holder, arriving: bodyBytesReceived > 0)
         guard outcome == .charged else {
             refuseBody(outcome, context: context)
             return false
         }
-        heldBodyBytes += bytes
-        bodyBytesReceived += bytes
+        heldBodyBytes += growth
+        parser.reserveBodyCapacity(capacity)
         return true
     }
 
@@ -261,21 +266,6 @@ final class Connection: @unchecked Sendable {
                 "refused a request body over the body budget",
                 metadata: ["connection": "\(info.id)", "budget": "\(context.configuration.maxBufferedBodyBytes)"])
             queueError(context.overloaded("request body budget exhausted"), context: context)
-        }
-    }
-
-    /// Shrinks the charge of a complete request to its body (chunk framing was charged too).
-    /// Loop thread only.
-    private func settleBodyCharge(of request: HTTPRequest, context: ServerContext) {
-        defer {
-            bodyAdmitted = false
-            bodyBytesReceived = 0
-        }
-        guard let holder = bodyHolder else { return }
-        let excess = heldBodyBytes - request.body.count
-        if excess > 0 {
-            context.bodyBudget.release(excess, for: holder)
-            heldBodyBytes -= excess
         }
     }
 
@@ -315,11 +305,13 @@ final class Connection: @unchecked Sendable {
         return true
     }
 
-    /// Returns the connection's share of the body budget (response queued, error, close).
-    /// Owner only; idempotent.
+    /// Returns the connection's share of the body budget (response queued, error, close), and
+    /// frees what a body cut off holds (a complete body is its request's by now) as it is given
+    /// back. Owner only; idempotent.
     func releaseBodyBudget(context: ServerContext) {
         if let bodyHolder { context.bodyBudget.release(heldBodyBytes, for: bodyHolder) }
         heldBodyBytes = 0
+        parser.discardBody()
     }
 
     /// Bytes of pipelined input and queued output the connection holds now.

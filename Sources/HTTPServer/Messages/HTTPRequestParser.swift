@@ -145,6 +145,49 @@ public struct HTTPRequestParser: Sendable {
         return contentLength
     }
 
+    /// What the buffer of the body being received has room for: the memory the body holds, which
+    /// the server charges to its body budget.
+    var bodyCapacity: Int { body.capacity }
+
+    /// The capacity the body's buffer grows to before `parse` takes `count` more bytes of input,
+    /// nil when it has room: twice its capacity, or what those bytes need when more, and never
+    /// past the announced `Content-Length` (the buffer of a body of known length ends exact) or
+    /// the body limit. Its growth follows what arrives, doubling so that a trickle is not copied
+    /// over and over; the bytes of a chunked body's framing are counted as if they were data.
+    func bodyCapacity(toTake count: Int) -> Int? {
+        let needed: Int
+        let limit: Int
+        switch state {
+        case .fixedBody(let remaining):
+            needed = body.count + min(count, remaining)
+            limit = body.count + remaining
+        case .chunkSize, .chunkData, .chunkDataEnd:
+            needed = min(body.count + count, limits.maxBodyBytes)
+            limit = limits.maxBodyBytes
+        case .requestLine, .headerFields, .trailerFields, .failed:
+            return nil
+        }
+        guard needed > body.capacity else { return nil }
+        return min(limit, max(needed, 2 * body.capacity))
+    }
+
+    /// Grows the body's buffer to `capacity` (`bodyCapacity(toTake:)`), which the server has
+    /// charged to its body budget first.
+    mutating func reserveBodyCapacity(_ capacity: Int) {
+        body.reserveCapacity(capacity)
+    }
+
+    /// Frees the buffer of the body being received: the server gave up on it (it answers it and
+    /// closes), or it has not started.
+    mutating func discardBody() {
+        body = []
+    }
+
+    /// Makes room for `count` more body bytes, when the server has not (a parser used alone).
+    private mutating func growBody(toTake count: Int) {
+        if let capacity = bodyCapacity(toTake: count) { body.reserveCapacity(capacity) }
+    }
+
     /// Parses `input`, continuing where the previous call stopped.
     public mutating func parse(_ input: UnsafeRawBufferPointer) -> Step {
         var index = 0
@@ -158,6 +201,7 @@ public struct HTTPRequestParser: Sendable {
                 let available = input.count - index
                 if available == 0 { return .needMore }
                 let taken = min(available, remaining)
+                growBody(toTake: taken)
                 body.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[index..<(index + taken)]))
                 index += taken
                 if taken == remaining {
@@ -170,6 +214,7 @@ public struct HTTPRequestParser: Sendable {
                 let available = input.count - index
                 if available == 0 { return .needMore }
                 let taken = min(available, remaining)
+                growBody(toTake: taken)
                 body.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[index..<(index + taken)]))
                 index += taken
                 state = taken == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - taken)
@@ -642,9 +687,7 @@ public struct HTTPRequestParser: Sendable {
         if chunked {
             state = .chunkSize
         } else if length > 0 {
-            // Small: a body's memory grows with what arrives (thousands of slow bodies may be
-            // arriving at once, each holding only what it sent; issue 35 item 1).
-            body.reserveCapacity(min(length, 4096))
+            // Nothing reserved: a body's buffer grows with what arrives (`bodyCapacity(toTake:)`).
             state = .fixedBody(remaining: length)
         } else {
             // RFC 9112 6.3 step 7: a request without Content-Length or Transfer-Encoding has no body.

@@ -95,7 +95,7 @@ enum LocationStore: RecordTable {
             ), counted AS (
                 UPDATE categories c SET location_count = c.location_count - (SELECT count(*) FROM hidden),
                        favorite_count = c.favorite_count - (SELECT count(*) FROM hidden WHERE is_favorite)
-                WHERE c.user_id = me.id AND c.id = \(category)
+                WHERE c.user_id = \(userID) AND c.id = \(category)
             )
             SELECT id, urls, (SELECT created_at::text FROM hidden ORDER BY created_at, id DESC LIMIT 1),
                    (SELECT id FROM hidden ORDER BY created_at, id DESC LIMIT 1)

@@ -399,7 +399,7 @@ enum LocationStore: RecordTable {
         if case .from(let start) = deep {
             // The boundary row's sort key, read by primary key in the page's own snapshot.
             let boundary = { (column: String) -> PostgresQuery in
-                "(SELECT b.\(unsafeSQL: column) FROM locations b WHERE b.user_id = \(userID) AND b.id = \(start.boundaryID))"
+                "(SELECT b.\(unsafeSQL: column) FROM locations b WHERE b.user_id = me.id AND b.id = \(start.boundaryID))"
             }
             let after: PostgresQuery
             switch query.sort {
@@ -420,18 +420,22 @@ enum LocationStore: RecordTable {
             offset = start.skip
         }
         // A search is planned for its values (LocationService.list), so its page names the user
-        // by value: the planner then knows how many rows that user has and whether the trigram
-        // index or the sort's index finds the page sooner.
-        let pageUser: PostgresQuery = search != nil ? "\(userID)" : "u.id"
+        // by value (`me.id`): the planner then knows how many rows that user has and whether the
+        // trigram index or the sort's index finds the page sooner.
+        let pageUser = search != nil ? "me.id" : "u.id"
+        // The user id is bound once, as `me.id`. PostgreSQL pulls `me` up, so every `me.id` is that
+        // one parameter: the total, which names no column of the joined rows, is computed once
+        // (an InitPlan), and the plan needs no check that several binds of the id are equal
+        // (bench/RESULTS.md, "The one door (issue 37)").
         return """
             \(unsafeSQL: selection)
-            FROM users u
-            JOIN (SELECT \(userID)::text AS user_id, \(totalExpression(query, userID: userID, filters: filters)) AS n) total
-                ON total.user_id = u.id
+            FROM (SELECT \(userID)::text AS id) me
+            JOIN users u ON u.id = me.id
+            CROSS JOIN LATERAL (SELECT \(totalExpression(query, filters: filters)) AS n) total
             LEFT JOIN LATERAL (
                 SELECT loc.* FROM (
                     SELECT id FROM locations
-                    WHERE user_id = \(pageUser) AND deleted_at IS NULL\(pageFilters) AND \(unsafeSQL: notHiding("u.hiding"))
+                    WHERE user_id = \(unsafeSQL: pageUser) AND deleted_at IS NULL\(pageFilters) AND \(unsafeSQL: notHiding("u.hiding"))
                     ORDER BY \(unsafeSQL: order(""))
                     LIMIT \(Int64(query.page.size)) OFFSET \(offset)
                 ) page
@@ -441,20 +445,19 @@ enum LocationStore: RecordTable {
                     SELECT * FROM locations r WHERE r.user_id = u.id AND r.id = page.id OFFSET 0
                 ) loc
             ) l ON true
-            WHERE u.id = \(userID)
             ORDER BY \(unsafeSQL: order("l."))
             """
     }
 
     /// The total of a listing: read from the per-category counters the triggers maintain, except
-    /// for a text search, which has to count. Names the user by value rather than through the
-    /// joined user row, so it is an uncorrelated subquery that PostgreSQL evaluates once, not
-    /// once per row of the page.
-    private static func totalExpression(_ query: LocationQuery, userID: String, filters: PostgresQuery) -> PostgresQuery {
+    /// for a text search, which has to count. Names the user as `me.id` (the bound id) rather than
+    /// through the joined user row, so it is an uncorrelated subquery that PostgreSQL evaluates
+    /// once, not once per row of the page.
+    private static func totalExpression(_ query: LocationQuery, filters: PostgresQuery) -> PostgresQuery {
         if query.search != nil {
             return """
                 (SELECT count(*) FROM locations JOIN users h ON h.id = locations.user_id
-                 WHERE user_id = \(userID) AND deleted_at IS NULL\(filters) AND \(unsafeSQL: notHiding("h.hiding")))
+                 WHERE user_id = me.id AND deleted_at IS NULL\(filters) AND \(unsafeSQL: notHiding("h.hiding")))
                 """
         }
         let counter: String
@@ -467,12 +470,12 @@ enum LocationStore: RecordTable {
             // A user's total is the sum over their live categories (every live location is in one).
             return """
                 (SELECT COALESCE(sum(\(unsafeSQL: counter)), 0)::bigint FROM categories c
-                 WHERE c.user_id = \(userID) AND c.deleted_at IS NULL)
+                 WHERE c.user_id = me.id AND c.deleted_at IS NULL)
                 """
         }
         return """
             COALESCE((SELECT \(unsafeSQL: counter) FROM categories c
-                      WHERE c.user_id = \(userID) AND c.id = \(category) AND c.deleted_at IS NULL), 0)
+                      WHERE c.user_id = me.id AND c.id = \(category) AND c.deleted_at IS NULL), 0)
             """
     }
 

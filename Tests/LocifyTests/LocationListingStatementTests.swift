@@ -5,7 +5,7 @@ import TestSupport
 
 @testable import Locify
 
-/// The listing statement binds the user id once (`me.id`), so the generic plan the server's
+/// The listing statement binds the user id once (`me.user_id`), so the generic plan the server's
 /// sessions run computes the total once and compares no binds with each other: with the id bound
 /// at each use, the plan gained a one-time filter `$1 = $5` and PostgreSQL spent more CPU per
 /// `list` page (bench/RESULTS.md, "The one door (issue 37)").

@@ -79,6 +79,7 @@ struct ShardingReadinessTests {
             "UPDATE users u SET name = l.name FROM locations l WHERE l.id = $1",
             "DELETE FROM locations l USING categories c WHERE c.id = l.category_id",
             "SELECT * FROM users u CROSS JOIN LATERAL (SELECT * FROM locations WHERE id = u.change_seq) x",
+            "SELECT * FROM users u CROSS JOIN LATERAL (SELECT l.name FROM locations l) x",
             "SELECT 1 FROM users u JOIN users v ON v.email = u.email -- a user_id = user_id comment does not count",
         ])
     func joinCheckFlags(sql: String) {
@@ -98,6 +99,7 @@ struct ShardingReadinessTests {
             "INSERT INTO categories SELECT n.id, d.id FROM new_user n, unnest($1, $2) AS d(id, name)",
             "UPDATE users u SET purged_seq = p.seq FROM (SELECT user_id, max(change_seq) AS seq FROM purged GROUP BY user_id) p WHERE u.id = p.user_id",
             "SELECT * FROM categories c CROSS JOIN unnest($1) AS x(id)",
+            "SELECT * FROM users u CROSS JOIN LATERAL (SELECT (SELECT count(*) FROM categories WHERE user_id = $1) AS n) total",
         ])
     func joinCheckAccepts(sql: String) {
         let joins = ShardingSQLScanner.joins(in: .init(location: "example", text: sql))

@@ -76,6 +76,8 @@ struct ShardingSQLScanner: Sendable {
                 var first = segment.lowerBound
                 if first < segment.upperBound, tokens[first].upper == "LATERAL" { first += 1 }
                 if first + 1 < segment.upperBound, tokens[first].isWord, tokens[first + 1].text == "(" { continue }
+                // So does a subquery that reads no table (`JOIN LATERAL (SELECT <expression> AS n)`).
+                if first < segment.upperBound, tokens[first].text == "(", readsNoTable(from: first, in: tokens) { continue }
                 joins.append(Join(location: statement.location, kind: "JOIN", snippet: snippet(segment), linked: linked(segment)))
             case "FROM":
                 let clause = (index + 1)..<clauseEnd(after: index, in: tokens, stopAtComma: false)
@@ -100,6 +102,20 @@ struct ShardingSQLScanner: Sendable {
             }
         }
         return joins
+    }
+
+    /// Whether the group opening at `open` is a `SELECT` without a `FROM` of its own (its nested
+    /// groups aside): it reads no table.
+    private static func readsNoTable(from open: Int, in tokens: [SQLToken]) -> Bool {
+        let close = end(of: open, in: tokens)
+        guard open + 1 < close, tokens[open + 1].upper == "SELECT" else { return false }
+        var depth = 0
+        for index in (open + 1)..<close {
+            if tokens[index].text == "(" { depth += 1 }
+            if tokens[index].text == ")" { depth -= 1 }
+            if depth == 0, tokens[index].upper == "FROM" { return false }
+        }
+        return true
     }
 
     /// `user_id`, `x.user_id`, and `a.id` / `users.id` for an alias `a` of the users table.

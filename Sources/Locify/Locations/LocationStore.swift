@@ -399,7 +399,7 @@ enum LocationStore: RecordTable {
         if case .from(let start) = deep {
             // The boundary row's sort key, read by primary key in the page's own snapshot.
             let boundary = { (column: String) -> PostgresQuery in
-                "(SELECT b.\(unsafeSQL: column) FROM locations b WHERE b.user_id = me.id AND b.id = \(start.boundaryID))"
+                "(SELECT b.\(unsafeSQL: column) FROM locations b WHERE b.user_id = me.user_id AND b.id = \(start.boundaryID))"
             }
             let after: PostgresQuery
             switch query.sort {
@@ -420,17 +420,17 @@ enum LocationStore: RecordTable {
             offset = start.skip
         }
         // A search is planned for its values (LocationService.list), so its page names the user
-        // by value (`me.id`): the planner then knows how many rows that user has and whether the
-        // trigram index or the sort's index finds the page sooner.
-        let pageUser = search != nil ? "me.id" : "u.id"
-        // The user id is bound once, as `me.id`. PostgreSQL pulls `me` up, so every `me.id` is that
-        // one parameter: the total, which names no column of the joined rows, is computed once
-        // (an InitPlan), and the plan needs no check that several binds of the id are equal
-        // (bench/RESULTS.md, "The one door (issue 37)").
+        // by value (`me.user_id`): the planner then knows how many rows that user has and whether
+        // the trigram index or the sort's index finds the page sooner.
+        let pageUser = search != nil ? "me.user_id" : "u.id"
+        // The user id is bound once, as `me.user_id`. PostgreSQL pulls `me` up, so every
+        // `me.user_id` is that one parameter: the total, which names no column of the joined rows,
+        // is computed once (an InitPlan), and the plan needs no check that several binds of the id
+        // are equal (bench/RESULTS.md, "The one door (issue 37)").
         return """
             \(unsafeSQL: selection)
-            FROM (SELECT \(userID)::text AS id) me
-            JOIN users u ON u.id = me.id
+            FROM (SELECT \(userID)::text AS user_id) me
+            JOIN users u ON u.id = me.user_id
             CROSS JOIN LATERAL (SELECT \(totalExpression(query, filters: filters)) AS n) total
             LEFT JOIN LATERAL (
                 SELECT loc.* FROM (
@@ -450,14 +450,14 @@ enum LocationStore: RecordTable {
     }
 
     /// The total of a listing: read from the per-category counters the triggers maintain, except
-    /// for a text search, which has to count. Names the user as `me.id` (the bound id) rather than
-    /// through the joined user row, so it is an uncorrelated subquery that PostgreSQL evaluates
+    /// for a text search, which has to count. Names the user as `me.user_id` (the bound id) rather
+    /// than through the joined user row, so it is an uncorrelated subquery that PostgreSQL evaluates
     /// once, not once per row of the page.
     private static func totalExpression(_ query: LocationQuery, filters: PostgresQuery) -> PostgresQuery {
         if query.search != nil {
             return """
                 (SELECT count(*) FROM locations JOIN users h ON h.id = locations.user_id
-                 WHERE user_id = me.id AND deleted_at IS NULL\(filters) AND \(unsafeSQL: notHiding("h.hiding")))
+                 WHERE user_id = me.user_id AND deleted_at IS NULL\(filters) AND \(unsafeSQL: notHiding("h.hiding")))
                 """
         }
         let counter: String
@@ -470,12 +470,12 @@ enum LocationStore: RecordTable {
             // A user's total is the sum over their live categories (every live location is in one).
             return """
                 (SELECT COALESCE(sum(\(unsafeSQL: counter)), 0)::bigint FROM categories c
-                 WHERE c.user_id = me.id AND c.deleted_at IS NULL)
+                 WHERE c.user_id = me.user_id AND c.deleted_at IS NULL)
                 """
         }
         return """
             COALESCE((SELECT \(unsafeSQL: counter) FROM categories c
-                      WHERE c.user_id = me.id AND c.id = \(category) AND c.deleted_at IS NULL), 0)
+                      WHERE c.user_id = me.user_id AND c.id = \(category) AND c.deleted_at IS NULL), 0)
             """
     }
 

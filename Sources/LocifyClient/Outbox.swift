@@ -202,16 +202,19 @@ struct OutboxState: Sendable, Hashable {
         put(OutboxEntry(id: nextID, change: change))
     }
 
-    /// Whether every field `entry` carries is carried again by a later pending write of its record
-    /// (made after it, no delete in between): whatever the server made of `entry`, this device's
-    /// own later write decides those fields.
+    /// Whether this device's own later pending changes of `entry`'s record decide whatever the
+    /// server made of `entry` (a write): every field it carries is carried again by a later write,
+    /// or a later delete of the record follows. (A delete replaces the pending edits before it that
+    /// are not in flight, also those the server may already hold, so a replay of what it keeps,
+    /// a category's create its places need, can meet them: no conflict of the user's.)
     func isSuperseded(_ entry: OutboxEntry) -> Bool {
+        guard !entry.isDelete else { return false }
         var later: Set<Int> = []
         for other in entries(of: entry.key) where other.id > entry.id {
-            if other.isDelete { return false }
+            if other.isDelete { return true }
             later.formUnion(other.change.fieldIndexes)
         }
-        return !entry.isDelete && entry.change.fieldIndexes.isSubset(of: later)
+        return entry.change.fieldIndexes.isSubset(of: later)
     }
 
     /// Whether a pending change needs category `id` live on the server.

@@ -533,8 +533,9 @@ public actor SyncEngine {
                     continue
                 }
                 if transaction.outbox.isSuperseded(entry) {
-                    // Every field it carries, this device wrote again later (a create whose answer
-                    // was lost, replayed after its next edit was applied too): nothing is lost.
+                    // Every field it carries, this device wrote again later, or it deleted the
+                    // record later (a create whose answer was lost, replayed after its next edit
+                    // was applied too): nothing is lost.
                     counts.applied += 1
                     if let record = result.record { try transaction.adopt(record, fieldUpdatedAt: result.fieldUpdatedAt) }
                     continue

@@ -303,6 +303,35 @@ struct FieldMergeDeviceTests {
         #expect(try await phone.engine.pendingChanges().isEmpty)
     }
 
+    @Test("a category's create whose answer was lost, replayed after its rename was applied too and the category deleted since, is no conflict")
+    func replayedCreateMeetsOwnEditTheDeleteReplaced() async throws {
+        let server = try TestServer.start()
+        defer { server.stop() }
+        let phone = await Device.make(ClientHarness(server), "phone")
+        defer { phone.done() }
+        try await phone.engine.sync()
+        // A category and a place in it reach the server, the answer is lost: both stay queued, sent once.
+        let cafes = try await phone.engine.saveCategory(name: "Cafés")
+        let place = try await phone.engine.saveLocation(LocationDraft(categoryID: cafes.id, name: "Flore", latitude: 1, longitude: 2))
+        FaultPlans.script(device: phone.name, [.dropAnswer])
+        _ = try? await phone.engine.sync()
+        // The rename (with an icon: every field) reaches the server with the create, the answer is lost again.
+        try await phone.engine.saveCategory(id: cafes.id, name: "Cafés de Paris", icon: "https://example.com/cup.png")
+        FaultPlans.script(device: phone.name, [.dropAnswer])
+        _ = try? await phone.engine.sync()
+        // The delete replaces the pending rename but keeps the create the queued place needs; the
+        // create's replay meets the rename on the server (409 E008 for the create alone).
+        try await phone.engine.deleteCategory(id: cafes.id)
+        #expect(try await phone.engine.pendingChanges().map(\.change.action) == [.create, .create, .delete])
+        let report = try await phone.engine.sync()
+        #expect(report.conflicts == 0 && report.rejected == 0)
+        #expect(!(await phone.events.contains { if case .conflictResolved = $0 { true } else { false } }))
+        #expect(try await phone.engine.category(id: cafes.id) == nil)
+        #expect(try await phone.engine.location(id: place.id) == nil)
+        #expect(try await phone.engine.pendingChanges().isEmpty)
+        await #expect(throws: LocifyError.self) { try await ClientHarness(server).api().category(id: cafes.id) }
+    }
+
     @Test("a patch every field of which is newer on the server is a conflict: reported, the server's value shown, nothing left pending")
     func patchThatSetsNothingIsAConflict() async throws {
         let server = try TestServer.start()

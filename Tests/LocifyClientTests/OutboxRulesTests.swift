@@ -1,4 +1,5 @@
 import Foundation
+import LocifyRules
 import Testing
 
 @testable import LocifyClient
@@ -99,6 +100,36 @@ struct OutboxRulesTests {
         outbox.enqueue(.updateLocation(location(synced, in: c)), serverMayKnow: true, inFlight: [])
         outbox.enqueue(.deleteLocation(DeleteWrite(id: synced, updatedAt: at)), serverMayKnow: true, inFlight: [])
         #expect(outbox.ordered.map(\.change.action) == [.delete])
+    }
+
+    @Test("a write this device deleted its record after is superseded, also where the delete replaced edits the server may hold")
+    func laterDeleteSupersedes() throws {
+        let c = UUID(), place = UUID()
+        var outbox = OutboxState()
+        // A category and a place in it, sent (the answer lost), then renamed in every field.
+        outbox.enqueue(.createCategory(category(c)), serverMayKnow: false, inFlight: [])
+        outbox.enqueue(.createLocation(location(place, in: c)), serverMayKnow: false, inFlight: [])
+        for var entry in outbox.ordered {
+            entry.attempted = true
+            outbox.put(entry)
+        }
+        outbox.enqueue(
+            .patchCategory(CategoryPatch(category(c, "renamed"), fields: Set(CategoryField.allCases))), serverMayKnow: true, inFlight: [])
+        let create = try #require(outbox.ordered.first)
+        #expect(outbox.isSuperseded(create))
+        // The delete replaces the rename (sent too, perhaps applied) and keeps the create the place needs.
+        outbox.enqueue(.deleteCategory(DeleteWrite(id: c, updatedAt: at)), serverMayKnow: true, inFlight: [])
+        #expect(outbox.ordered.map(\.change.action) == [.create, .create, .delete])
+        #expect(outbox.isSuperseded(create))
+        // A place edited whole, then deleted, while its create and edit were in flight: all three stay queued.
+        var places = OutboxState()
+        places.enqueue(.createLocation(location(place, in: c)), serverMayKnow: false, inFlight: [])
+        places.enqueue(
+            .patchLocation(LocationPatch(location(place, in: c), fields: Set(LocationField.allCases))), serverMayKnow: true, inFlight: [1])
+        places.enqueue(.deleteLocation(DeleteWrite(id: place, updatedAt: at)), serverMayKnow: true, inFlight: [1, 2])
+        #expect(places.ordered.map(\.change.action) == [.create, .patch, .delete])
+        #expect(places.ordered.dropLast().allSatisfy(places.isSuperseded))
+        #expect(!places.isSuperseded(places.ordered[2]), "a delete is never superseded")
     }
 
     @Test("a folded edit keeps the create's created_at")

@@ -203,10 +203,10 @@ struct OutboxState: Sendable, Hashable {
     }
 
     /// Whether this device's own later pending changes of `entry`'s record decide whatever the
-    /// server made of `entry` (a write): every field it carries is carried again by a later write,
-    /// or a later delete of the record follows. (A delete replaces the pending edits before it that
-    /// are not in flight, also those the server may already hold, so a replay of what it keeps,
-    /// a category's create its places need, can meet them: no conflict of the user's.)
+    /// server made of `entry` (a write): a later write carries every field it carries again, or a
+    /// later delete of the record follows. (A delete replaces the edits before it that are not in
+    /// flight, even one the server may hold already, and keeps a category's create its queued
+    /// places need: that create's replay can meet the replaced edit on the server.)
     func isSuperseded(_ entry: OutboxEntry) -> Bool {
         guard !entry.isDelete else { return false }
         var later: Set<Int> = []

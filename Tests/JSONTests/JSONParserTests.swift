@@ -155,7 +155,8 @@ struct JSONParserTests {
         let elements = try #require(value.arrayValue)
         #expect(elements.count == 20_000)
         #expect(elements[19_999].objectValue?["name"] == .string("location 19999 ü \"quoted\"\n"))
-        #expect(elements[12_345].objectValue?["lat"] == .number(12345.0 / 1000 - 10))
+        let latitude: Double = 12345.0 / 1000 - 10
+        #expect(elements[12_345].objectValue?["lat"] == .number(latitude))
     }
 
     @Test("raw buffers and strings parse like arrays")

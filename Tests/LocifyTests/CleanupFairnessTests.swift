@@ -125,10 +125,8 @@ struct CleanupFairnessTests {
         let paths = (0..<250).map { "locations/u/shared/\($0).jpg" }
         let jobs = CleanupJob.objects(paths + paths.prefix(10))
         #expect(jobs.map(\.kind) == [.storageObjects, .storageObjects, .storageObjects])
-        #expect(
-            jobs.map { CleanupJob.targets(of: $0.target, kind: $0.kind) } == [
-                Array(paths[0..<100]), Array(paths[100..<200]), Array(paths[200..<250]),
-            ])
+        let expectedTargets: [[String]] = [Array(paths[0..<100]), Array(paths[100..<200]), Array(paths[200..<250])]
+        #expect(jobs.map { CleanupJob.targets(of: $0.target, kind: $0.kind) } == expectedTargets)
         #expect(CleanupJob.objects(Array(paths.prefix(100))) == paths.prefix(100).map { CleanupJob(kind: .storageObject, target: $0) })
         #expect(CleanupJob.objects([]).isEmpty)
         let folders = (0..<41).map { "locations/u/\($0)/" }

@@ -44,10 +44,12 @@ struct ListingRulesSQLTests {
         let db = try LocifyTestDatabase.create(poolSize: 1)
         defer { db.drop() }
         let fields = Self.texts(seed: 11, count: 90)
-        let texts = stride(from: 0, to: fields.count, by: 3).map {
-            ListingRules.searchText(name: fields[$0], address: fields[$0 + 1], description: fields[$0 + 2].isEmpty ? nil : fields[$0 + 2])
+        let texts: [String] = stride(from: 0, to: fields.count, by: 3).map { (index: Int) -> String in
+            let description: String? = fields[index + 2].isEmpty ? nil : fields[index + 2]
+            return ListingRules.searchText(name: fields[index], address: fields[index + 1], description: description)
         }
-        let terms = Self.texts(seed: 13, count: 60).filter { !$0.contains("\t") && !$0.isEmpty } + ["e", "é", "E\u{301}", "%", "_", "\\", "ss"]
+        let specialTerms: [String] = ["e", "é", "E\u{301}", "%", "_", "\\", "ss"]
+        let terms: [String] = Self.texts(seed: 13, count: 60).filter { !$0.contains("\t") && !$0.isEmpty } + specialTerms
         let patterns = terms.map { LocationStore.substringPattern(ListingRules.searchKey($0)) }
         let found = try db.pool.withConnection { connection in
             try connection.query(

@@ -12,7 +12,7 @@ import TestSupportServer
 struct LocationsRoundTripTests {
     @Test("GET of an unknown location id is 404 E007 \"location not found\" and reads the users table exactly once")
     func unknownLocationReadsUsersOnce() throws {
-        let server = try TestServer.start(.inProcess)
+        let server = try TestServer.start(.inProcess, dependencies: TestServer.countingTableReads)
         defer { server.stop() }
         let token = try server.token(for: "trips-" + UUID().uuidString.lowercased().prefix(12))
         #expect(try server.request("GET", "/v1/users/me", token: token).status == 200)
@@ -47,7 +47,7 @@ struct LocationsRoundTripTests {
 
     @Test("replacing a live location in its live category reads no category row (the trigger checks the rule); an unknown category stays 404 E007")
     func replaceReadsNoCategory() throws {
-        let server = try TestServer.start(.inProcess)
+        let server = try TestServer.start(.inProcess, dependencies: TestServer.countingTableReads)
         defer { server.stop() }
         let token = try server.token(for: "trips-" + UUID().uuidString.lowercased().prefix(12))
         let categoryID = newID()

@@ -11,7 +11,7 @@ import TestSupportServer
 struct SyncPushGateTests {
     @Test("an empty push reads the users table exactly once (one gate query), and answers 200 with no results")
     func oneGateQueryPerPush() throws {
-        let server = try TestServer.start(.inProcess)
+        let server = try TestServer.start(.inProcess, dependencies: TestServer.countingTableReads)
         defer { server.stop() }
         let token = try server.token(for: "gate-" + UUID().uuidString.lowercased().prefix(12))
         // The first push provisions the account; the pushes measured after it only pass the gate.

@@ -1,10 +1,18 @@
 import Foundation
+import LocifyServer
 import Postgres
 import TestSupport
 
 /// Statements counted by PostgreSQL's statistics: how many times a table was read, so a test can
 /// assert how many queries a request cost.
 extension TestServer {
+    /// The dependencies of a server whose table reads a test counts: its cascade worker looks for
+    /// cascades only when woken (its look every 5 s reads `users` and `categories`, and on a slow
+    /// machine one landed between two counts).
+    public static let countingTableReads: @Sendable (inout ApplicationDependencies) -> Void = { dependencies in
+        dependencies.cascadePollInterval = .seconds(3600)
+    }
+
     /// Scans (sequential and index) of `table` so far. It first ends the server's other database
     /// sessions, because PostgreSQL adds a session's table statistics when the session ends; the
     /// pool opens new ones on the next request.

@@ -69,6 +69,32 @@ struct HistoryModelTests {
         }
     }
 
+    @Test("a seed draws the same actions every time, whatever ids the server gave its default categories")
+    func seedFixesTheHistory() {
+        // The same default categories with new random ids, as two accounts (or two runs) get them.
+        func actions(seed: UInt64) -> [String] {
+            var model = UserModel()
+            for name in ["Food", "Home", "Work"] { model.categories[UUID()] = .init(name: name, icon: nil) }
+            let defaults = Dictionary(uniqueKeysWithValues: model.categories.map { ($0.key, $0.value.name) })
+            var generator = HistoryGenerator(seed: seed, burstSize: 9...24)
+            var drawn: [String] = []
+            for _ in 0..<400 {
+                for action in generator.next(model, visibleCategories: Array(model.categories.keys)) {
+                    model.apply(action)
+                    // Every field, ids in full; a default category's id (new each run) by its name.
+                    let payload = Mirror(reflecting: action).children.map { "\($0.label ?? "") \($0.value)" }.joined()
+                    drawn.append(defaults.reduce(payload.isEmpty ? "\(action)" : payload) { text, entry in text.replacingOccurrences(of: entry.key.uuidString, with: entry.value) })
+                }
+            }
+            return drawn
+        }
+        for seed: UInt64 in [1, 10_000] {
+            let (first, second) = (actions(seed: seed), actions(seed: seed))
+            let differing = first.indices.first { $0 >= second.count || first[$0] != second[$0] }
+            #expect(first.count == second.count && differing == nil, "seed \(seed), action \((differing ?? -1) + 1): \(differing.map { first[$0] } ?? "")")
+        }
+    }
+
     /// One history; a failure names its seed and network and prints the history.
     static func history(_ server: TestServer, network: HistoryNetwork, seed: UInt64) async throws {
         let harness = ClientHarness(server, uid: "history-\(network.rawValue)-\(seed)-\(UUID().uuidString.prefix(6))")

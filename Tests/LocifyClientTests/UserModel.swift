@@ -115,6 +115,10 @@ struct HistoryGenerator {
     /// Actions left in the current offline stretch (no sync until it ends).
     private var offlineLeft = 0
     private var counter = 0
+    /// The order in which the generator first saw each record: it picks records by their place
+    /// in it, so that a seed plays the same history every time (ordered by their ids, which the
+    /// server draws for its default categories, the same seed played another history each run).
+    private var seen: [UUID: Int] = [:]
 
     init(seed: UInt64, burstSize: ClosedRange<Int>) {
         random = SeededGenerator(seed: seed)
@@ -132,14 +136,14 @@ struct HistoryGenerator {
         } else if Int.random(in: 0..<12, using: &random) == 0 {
             return [.sync]
         }
-        let categories = Self.sorted(visibleCategories)
-        let locations = Self.sorted(model.locations.keys)
+        let categories = inOrderSeen(visibleCategories, model)
+        let locations = inOrderSeen(model.locations.keys, model)
         var roll = Int.random(in: 0..<100, using: &random)
         if categories.count < 2 { roll = 0 }
         if locations.isEmpty && roll >= 45 { roll = 30 }
         switch roll {
         case 0..<10:
-            return [.saveCategory(UUID(), name: name("Category"), icon: icon())]
+            return [.saveCategory(newID(), name: name("Category"), icon: icon())]
         case 10..<18:
             let id = categories[Int.random(in: 0..<categories.count, using: &random)]
             return [.saveCategory(id, name: name("Renamed"), icon: icon())]
@@ -150,10 +154,10 @@ struct HistoryGenerator {
             return [.deleteCategory(id, reassignTo: target)]
         case 24..<27:
             let category = categories[Int.random(in: 0..<categories.count, using: &random)]
-            return (0..<Int.random(in: burstSize, using: &random)).map { _ in .saveLocation(UUID(), newLocation(in: category)) }
+            return (0..<Int.random(in: burstSize, using: &random)).map { _ in .saveLocation(newID(), newLocation(in: category)) }
         case 27..<45:
             let category = categories[Int.random(in: 0..<categories.count, using: &random)]
-            return [.saveLocation(UUID(), newLocation(in: category))]
+            return [.saveLocation(newID(), newLocation(in: category))]
         case 45..<60:
             let id = locations[Int.random(in: 0..<locations.count, using: &random)]
             guard var value = model.locations[id] else { return [] }
@@ -180,12 +184,28 @@ struct HistoryGenerator {
 
     var isOffline: Bool { offlineLeft > 0 }
 
-    /// The ids in the order of their strings, compared by their bytes (the same order: fixed-width
-    /// upper-case hex), without making strings (a UUID's string is costly).
-    private static func sorted(_ ids: some Sequence<UUID>) -> [UUID] {
-        ids.sorted { a, b in
-            withUnsafeBytes(of: a.uuid) { a in withUnsafeBytes(of: b.uuid) { b in a.lexicographicallyPrecedes(b) } }
+    /// The ids in the order the generator first saw them; ids first seen together (the server's
+    /// default categories, a burst of places) in the order of their names, then of their ids.
+    private mutating func inOrderSeen(_ ids: some Collection<UUID>, _ model: UserModel) -> [UUID] {
+        let new = ids.filter { seen[$0] == nil }.sorted { a, b in
+            let (nameA, nameB) = (model.categories[a]?.name ?? "", model.categories[b]?.name ?? "")
+            if nameA != nameB { return nameA < nameB }
+            return withUnsafeBytes(of: a.uuid) { a in withUnsafeBytes(of: b.uuid) { b in a.lexicographicallyPrecedes(b) } }
         }
+        for id in new { seen[id] = seen.count }
+        return ids.sorted { seen[$0]! < seen[$1]! }
+    }
+
+    /// A version-4 UUID drawn from the seed, so that a seed plays the same records every time.
+    private mutating func newID() -> UUID {
+        var bytes = (0..<2).flatMap { _ in withUnsafeBytes(of: random.next()) { Array($0) } }
+        bytes[6] = bytes[6] & 0x0F | 0x40
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10],
+                bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
     }
 
     private mutating func name(_ prefix: String) -> String {

@@ -321,14 +321,15 @@ struct PendingCascadeTests {
         #expect(delete.jobs == 2, "the category's own folder, in both spellings; before: 22 jobs for the locations' folders and photos")
         #expect(try Self.queuedTargets(db, uid).keys.allSatisfy { $0.hasPrefix("categories/") })
 
-        // A write hides the location it touches (its clean-up with it), batches settle some,
-        // then a write to the other cascade's tombstone settles the rest whole.
+        // A write hides the location it touches (its clean-up with it), batches settle some, a
+        // write to the other cascade's tombstone settles that cascade whole, the worker the rest.
         _ = try db.services.locations.delete(caller, id: bigLocations[0], updatedAt: nil)
         for _ in 0..<3 {
             _ = try db.pool.withTransaction { connection in try db.services.cascades.settleBatch(connection, userID: uid, limit: 7) }
         }
         _ = try db.services.categories.delete(caller, id: other, updatedAt: nil, reassignTo: nil)
         _ = try db.services.categories.delete(caller, id: other, updatedAt: nil, reassignTo: nil)
+        #expect(CascadeWorker(pool: db.pool, cascades: db.services.cascades, logger: TestDatabase.logger).settleNow() == 1)
         let live = try db.pool.withConnection { connection in
             try connection.query("SELECT count(*) FROM locations WHERE user_id = \(uid) AND deleted_at IS NULL").first?.decode(0, as: Int64.self)
         }
@@ -396,6 +397,127 @@ struct PendingCascadeTests {
         time.withLock { $0 += .seconds(6) }
         #expect(worker.settleNow() == 1)
         #expect(try failing.pending().isEmpty && failing.liveRowsInDoomed() == 0)
+    }
+
+    @Test(
+        "a write to a category tombstone settles only what it brings back or moves; every read stays what a settled cascade shows"
+    )
+    func categoryTombstoneWriteSettlesOnlyItsOwn() throws {
+        let fixture = try Fixture()
+        defer { fixture.db.drop() }
+        let (caller, services) = (fixture.caller, fixture.db.services)
+        // `moved`'s 4 places are shown in `doomed` by a reassign when `doomed` is deleted; `spare`,
+        // empty, is a tombstone before.
+        let (moved, spare) = (UUID(), UUID())
+        _ = try services.categories.create(caller, CategoryDraft(id: moved, name: "Moved"))
+        _ = try services.categories.create(caller, CategoryDraft(id: spare, name: "Spare"))
+        let movedLocations = try (0..<4).map { try fixture.add("Moved place \($0)", in: moved) }
+        _ = try services.categories.delete(caller, id: moved, updatedAt: nil, reassignTo: fixture.doomed)
+        _ = try services.categories.delete(caller, id: spare, updatedAt: nil, reassignTo: nil)
+        let before = try fixture.caughtUpCursor()
+        try fixture.cascade()
+        #expect(try fixture.liveRowsInDoomed() == 34)
+        // A phone starts pulling the cascade's tombstones.
+        let phoneFirst = try services.sync.pull(caller, since: before, limit: 5)
+        let listings = try fixture.listings()
+
+        // Brought back, deleted, deleted again: nothing of the pending cascade is settled (before:
+        // all 34 places were hidden in the request), and no read changes.
+        _ = try services.categories.replace(caller, CategoryDraft(id: spare, name: "Spare back"))
+        #expect(try fixture.liveRowsInDoomed() == 34, "bringing back another category settled nothing")
+        _ = try services.categories.delete(caller, id: spare, updatedAt: nil, reassignTo: nil)
+        _ = try services.categories.delete(caller, id: spare, updatedAt: nil, reassignTo: nil)
+        #expect(try fixture.liveRowsInDoomed() == 34, "deleting a tombstone again settled nothing")
+        #expect(try fixture.pending() == [fixture.doomed.uuidString.lowercased()])
+        #expect(try fixture.listings() == listings)
+
+        // Bringing `moved` back settles only its own 4 places, which come back with it; the 30
+        // others stay with the worker.
+        _ = try services.categories.replace(caller, CategoryDraft(id: moved, name: "Moved back"))
+        #expect(try fixture.liveRowsInDoomed() == 30)
+        #expect(try fixture.pending() == [fixture.doomed.uuidString.lowercased()])
+        for id in movedLocations {
+            let location = try services.locations.get(caller, id: id)
+            #expect(location.categoryID == moved && location.version == 4, "created, reassigned, hidden, back")
+        }
+        let added = try fixture.add("New in moved", in: moved)
+        #expect(try services.locations.get(caller, id: added).categoryID == moved)
+        for id in fixture.doomedLocations {
+            #expect(throws: LocifyError.notFound(.location)) { try services.locations.get(caller, id: id) }
+        }
+        let movedListing = {
+            let page = try services.locations.list(caller, LocationQuery(page: PageRequest(size: 100), categoryID: moved))
+            return ["total \(page.totalCount)"] + page.records.map(\.name).sorted()
+        }
+        #expect(try movedListing() == ["total 5", "Moved place 0", "Moved place 1", "Moved place 2", "Moved place 3", "New in moved"])
+        let pendingListings = try fixture.listings()
+        #expect(pendingListings[0].first == "total 10" && pendingListings[4] == ["total 0"])
+        let pendingFeed = try fixture.pages(from: before, limit: 7).flatMap(\.changes)
+        let phoneRest = try fixture.pages(from: phoneFirst.cursor, limit: 5).flatMap(\.changes)
+
+        // The worker settles the rest: every read, the feed from any cursor included, is unchanged.
+        let worker = CascadeWorker(pool: fixture.db.pool, cascades: services.cascades, logger: TestDatabase.logger)
+        #expect(worker.settleNow() == 1)
+        #expect(try fixture.liveRowsInDoomed() == 0 && fixture.pending().isEmpty)
+        #expect(try fixture.listings() == pendingListings)
+        #expect(try movedListing()[0] == "total 5")
+        #expect(try fixture.pages(from: before, limit: 7).flatMap(\.changes) == pendingFeed)
+        #expect(try fixture.pages(from: phoneFirst.cursor, limit: 5).flatMap(\.changes) == phoneRest)
+        // The phone that pulled across the writes holds live what the server changed since and holds live.
+        var phone: [UUID: RecordState] = [:]
+        for change in phoneFirst.changes + phoneRest {
+            if case .tombstone = change { phone[change.id] = nil } else { phone[change.id] = change }
+        }
+        let server = try fixture.pages(from: before, limit: 1000).flatMap(\.changes).filter { if case .tombstone = $0 { false } else { true } }
+        #expect(Set(phone.keys) == Set(server.map(\.id)))
+        #expect(Set(movedLocations + [added]).isSubset(of: phone.keys))
+        // The counters end at what a recount finds.
+        let categories = [fixture.doomed, fixture.kept, moved, spare]
+        let counters = {
+            try fixture.db.pool.withConnection { connection in
+                try connection.query(
+                    """
+                    SELECT location_count, favorite_count FROM categories WHERE user_id = \(caller.userID) AND id = ANY (\(categories))
+                    ORDER BY id
+                    """
+                ).map { [try $0.decode(0, as: Int64.self), try $0.decode(1, as: Int64.self)] }
+            }
+        }
+        let maintained = try counters()
+        try fixture.db.pool.withConnection { connection in
+            try connection.query("SELECT locify_recount_location_counters(\(caller.userID), \(categories))")
+        }
+        #expect(try counters() == maintained)
+        #expect(maintained.map(\.[0]).reduce(0, +) == 10)
+    }
+
+    @Test("deleting again a category reassigned into a pending cascade moves only its own places, as a settled cascade would")
+    func deleteAgainIntoAnotherCategory() throws {
+        let fixture = try Fixture()
+        defer { fixture.db.drop() }
+        let (caller, services) = (fixture.caller, fixture.db.services)
+        // Its writes stamped in the past, so that the newer delete is newer whatever the clock.
+        let (moved, written) = (UUID(), Timestamp(milliseconds: 1_767_225_600_000))
+        _ = try services.categories.create(caller, CategoryDraft(id: moved, name: "Moved", updatedAt: written))
+        let movedLocations = try (0..<4).map { try fixture.add("Moved place \($0)", in: moved) }
+        _ = try services.categories.delete(caller, id: moved, updatedAt: written.adding(milliseconds: 1), reassignTo: fixture.doomed)
+        let before = try fixture.caughtUpCursor()
+        try fixture.cascade()
+        // Deleted again, its places now shown in `kept`: only those 4 are settled first.
+        _ = try services.categories.delete(caller, id: moved, updatedAt: written.adding(milliseconds: 2), reassignTo: fixture.kept)
+        #expect(try fixture.liveRowsInDoomed() == 30, "before: all 34")
+        #expect(try fixture.pending() == [fixture.doomed.uuidString.lowercased()])
+        for id in movedLocations {
+            let location = try services.locations.get(caller, id: id)
+            #expect(location.categoryID == fixture.kept && location.version == 4, "created, reassigned, hidden, reassigned")
+        }
+        let listings = try fixture.listings()
+        #expect(listings[0].first == "total 9")
+        let feed = try fixture.pages(from: before, limit: 7).flatMap(\.changes)
+        #expect(CascadeWorker(pool: fixture.db.pool, cascades: services.cascades, logger: TestDatabase.logger).settleNow() == 1)
+        #expect(try fixture.liveRowsInDoomed() == 0)
+        #expect(try fixture.listings() == listings)
+        #expect(try fixture.pages(from: before, limit: 7).flatMap(\.changes) == feed)
     }
 
     @Test("a category brought back while its cascade is pending brings its locations back")

@@ -37,9 +37,9 @@ public struct Accounts: Sendable {
     /// Runs `body` in a write transaction of the caller's account, once the gate passed, under the
     /// user's write lock, with the change stamp every row it touches carries. It settles no pending
     /// cascade, on purpose: the rows the body touches settle what they need (`PendingCascades`:
-    /// `findForWrite` hides a row still in a deleted category, a write of a deleted category settles
-    /// the user's list), so a write waits at most on the cascade worker's batch, never on a whole
-    /// cascade. Whatever `body` throws rolls the transaction back.
+    /// `findForWrite` hides a row still in a deleted category, a write of a deleted category the
+    /// locations placed in it), so a write waits at most on the cascade worker's batch, never
+    /// on another category's cascade. Whatever `body` throws rolls the transaction back.
     func write<T>(_ caller: Caller, _ body: (AccountTransaction) throws -> T) throws -> T {
         var changed = false
         let result = try pool.withTransaction { connection in

@@ -50,11 +50,6 @@ enum UserStore {
         try connection.query("UPDATE users SET hiding = array_append(hiding, \(category)) WHERE id = \(userID)")
     }
 
-    /// Empties the user's pending cascades (`PendingCascades`).
-    static func clearCascades(_ connection: PostgresConnection, userID: String) throws {
-        try connection.query("UPDATE users SET hiding = '{}' WHERE id = \(userID)")
-    }
-
     /// Drops a settled cascade from the user's list; returns whether the list is empty now.
     static func removeCascade(_ connection: PostgresConnection, userID: String, category: UUID) throws -> Bool {
         try connection.query(

@@ -46,6 +46,19 @@ struct CategoryGraph {
         return nodes[current] == nil ? .hidden : .shown(in: current)
     }
 
+    /// The category deleted with a cascade where `category`'s reassign chain ends, whose locations
+    /// include those placed in `category` (itself when it is that category); nil when the chain
+    /// ends at a live category, a purged target or a loop.
+    func cascadeEnd(of category: UUID) -> UUID? {
+        var current = category
+        var visited: Set<UUID> = []
+        while let node = nodes[current], node.isDeleted, visited.insert(current).inserted {
+            guard let target = node.reassignedTo else { return current }
+            current = target
+        }
+        return nil
+    }
+
     /// The categories whose locations are shown according to `category`'s state: itself and every
     /// deleted category whose reassign chain passes through it.
     func dependents(of category: UUID) -> [UUID] {

@@ -17,11 +17,12 @@ enum CategoryStore: RecordTable {
     }
 
     /// `find`, for a write: a write to a category tombstone (bringing it back, deleting it again)
-    /// settles the user's pending cascades first, whole, since its follow-up reads the whole
-    /// category graph (`LocationStore.follow`). Other category writes need none settled.
+    /// first hides what its follow-up (`LocationStore.follow`) would meet of a pending cascade, the
+    /// locations placed in it or in a category reassigned to it (`PendingCascades.settle`); other
+    /// cascades are left to the worker. Other category writes need none settled.
     static func findForWrite(_ connection: PostgresConnection, userID: String, id: UUID, cascades: PendingCascades) throws -> Category? {
         let stored = try find(connection, userID: userID, id: id)
-        if stored?.deletedAt != nil { try cascades.settle(connection, userID: userID) }
+        if stored?.deletedAt != nil { try cascades.settle(connection, userID: userID, aheadOfWriteTo: id) }
         return stored
     }
 

@@ -12,11 +12,12 @@ import Postgres
 /// tombstones at that stamp (`FeedStore`): a location reads the same hidden or not, so partial
 /// progress is invisible.
 ///
-/// Writes settle nothing ahead (a user's write waits at most on the batch the worker holds):
-/// a write to a location still shown in a pending category hides that row first
-/// (`LocationStore.findForWrite`), and a write to a category tombstone, the one write whose
-/// follow-up (`LocationStore.follow`) reads the category graph whole, settles every pending
-/// cascade of the user first (`CategoryStore.findForWrite`). Both queue the clean-up of what they hide.
+/// Writes settle nothing ahead (a user's write waits at most on the batch the worker holds),
+/// only the rows they touch: a write to a location still shown in a pending category hides that
+/// row first (`LocationStore.findForWrite`), and a write to a category tombstone hides first the
+/// locations its follow-up (`LocationStore.follow`) reads, those placed in it or in a category
+/// reassigned to it (`settle(aheadOfWriteTo:)`), leaving other cascades to the worker. Both queue
+/// the clean-up of what they hide.
 public struct PendingCascades: Sendable {
     /// What the clean-up of a hidden location may delete.
     let storage: StorageScope
@@ -60,18 +61,23 @@ public struct PendingCascades: Sendable {
         return SettledBatch(listEmpty: listEmpty, position: nil)
     }
 
-    /// Hides the locations of every cascade in the user's list, each at its category's stamp,
-    /// queues their clean-up and empties the list, in the caller's transaction: for a write to a
-    /// category tombstone, whose follow-up reads the whole category graph. Runs under the user's
-    /// write lock.
-    func settle(_ connection: PostgresConnection, userID: String) throws {
-        let cascades = try CategoryStore.pendingCascades(connection, userID: userID)
-        guard !cascades.isEmpty else { return }
-        for cascade in cascades {
-            let hidden = try LocationStore.follow(connection, userID: userID, category: cascade.category, stamp: cascade.stamp)
-            try queueCleanup(connection, userID: userID, of: hidden, shownIn: cascade.category)
-        }
-        try UserStore.clearCascades(connection, userID: userID)
+    /// Settles, ahead of a write to the category tombstone `category` (bringing it back, deleting
+    /// it again), what that write's follow-up (`LocationStore.follow`) would otherwise meet of a
+    /// pending cascade: the live locations placed in `category` or in a category reassigned to it,
+    /// all shown in the category deleted with a cascade where its reassign chain ends, are hidden
+    /// at that cascade's stamp, their clean-up queued. When that category is `category` itself,
+    /// the whole cascade settles and leaves the list (its stamp moves with the write); any other
+    /// cascade is left to the worker. Runs under the user's write lock, in the write's transaction.
+    func settle(_ connection: PostgresConnection, userID: String, aheadOfWriteTo category: UUID) throws {
+        let pending = try CategoryStore.pendingCascades(connection, userID: userID)
+        guard !pending.isEmpty else { return }
+        let graph = try CategoryGraph.load(connection, userID: userID)
+        guard let end = graph.cascadeEnd(of: category), let cascade = pending.first(where: { $0.category == end }) else { return }
+        let whole = end == category
+        let hidden = try LocationStore.hidePending(
+            connection, userID: userID, shownIn: end, stamp: cascade.stamp, placedIn: whole ? nil : graph.dependents(of: category))
+        try queueCleanup(connection, userID: userID, of: hidden, shownIn: end)
+        if whole { _ = try UserStore.removeCascade(connection, userID: userID, category: end) }
     }
 
     /// Queues the Storage clean-up of locations a cascade of `category` hid; the category's own

@@ -64,7 +64,6 @@ enum LocationStore: RecordTable {
         _ connection: PostgresConnection, userID: String, category: UUID, stamp: Int64, limit: Int,
         after: (createdAt: String, id: UUID)?
     ) throws -> (hidden: [HiddenLocation], last: (createdAt: String, id: UUID)?) {
-        try skipCounters(connection, true)
         // The ids are read through an index of live rows, and a hidden row's entry stays there
         // (dead) until a vacuum: read from the first, each batch walked past every row hidden
         // before it (45 ms of the batch at 210,000 hidden, growing with them). So a batch starts
@@ -73,30 +72,28 @@ enum LocationStore: RecordTable {
         // The ids are passed as one array: a join with `LIMIT` bound as a parameter made the
         // generic plan expect a tenth of the table and hash-join all of it (5 s a batch).
         let (createdAt, id) = after ?? ("infinity", UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
-        let rows = try connection.query(
-            hiding(
-                userID: userID, shownIn: category, stamp: stamp,
-                rows: """
-                    l.id = ANY (ARRAY(
-                        SELECT p.id FROM (
-                            (SELECT t.id, t.created_at FROM locations t
-                             WHERE t.user_id = \(userID) AND t.category_id = \(category) AND t.deleted_at IS NULL
-                               AND t.created_at = \(createdAt)::timestamptz AND t.id > \(id)
-                             ORDER BY t.id LIMIT \(Int64(limit)))
-                            UNION ALL
-                            (SELECT t.id, t.created_at FROM locations t
-                             WHERE t.user_id = \(userID) AND t.category_id = \(category) AND t.deleted_at IS NULL
-                               AND t.created_at < \(createdAt)::timestamptz
-                             ORDER BY t.created_at DESC, t.id LIMIT \(Int64(limit)))
-                        ) p
-                        ORDER BY p.created_at DESC, p.id
-                        LIMIT \(Int64(limit))))
-                    """,
-                selecting: """
-                    , (SELECT created_at::text FROM hidden ORDER BY created_at, id DESC LIMIT 1),
-                      (SELECT id FROM hidden ORDER BY created_at, id DESC LIMIT 1)
-                    """))
-        try skipCounters(connection, false)
+        let rows = try hide(
+            connection, userID: userID, shownIn: category, stamp: stamp,
+            rows: """
+                l.id = ANY (ARRAY(
+                    SELECT p.id FROM (
+                        (SELECT t.id, t.created_at FROM locations t
+                         WHERE t.user_id = \(userID) AND t.category_id = \(category) AND t.deleted_at IS NULL
+                           AND t.created_at = \(createdAt)::timestamptz AND t.id > \(id)
+                         ORDER BY t.id LIMIT \(Int64(limit)))
+                        UNION ALL
+                        (SELECT t.id, t.created_at FROM locations t
+                         WHERE t.user_id = \(userID) AND t.category_id = \(category) AND t.deleted_at IS NULL
+                           AND t.created_at < \(createdAt)::timestamptz
+                         ORDER BY t.created_at DESC, t.id LIMIT \(Int64(limit)))
+                    ) p
+                    ORDER BY p.created_at DESC, p.id
+                    LIMIT \(Int64(limit))))
+                """,
+            selecting: """
+                , (SELECT created_at::text FROM hidden ORDER BY created_at, id DESC LIMIT 1),
+                  (SELECT id FROM hidden ORDER BY created_at, id DESC LIMIT 1)
+                """)
         var hidden: [HiddenLocation] = []
         var last: (createdAt: String, id: UUID)?
         for row in rows {
@@ -117,34 +114,37 @@ enum LocationStore: RecordTable {
     ) throws -> [HiddenLocation] {
         var placed: PostgresQuery = ""
         if let owners { placed = " AND l.own_category_id = ANY (\(owners))" }
-        try skipCounters(connection, true)
-        let rows = try connection.query(
-            hiding(
-                userID: userID, shownIn: category, stamp: stamp,
-                rows: "l.category_id = \(category) AND l.deleted_at IS NULL\(placed)", selecting: ""))
-        try skipCounters(connection, false)
+        let rows = try hide(
+            connection, userID: userID, shownIn: category, stamp: stamp,
+            rows: "l.category_id = \(category) AND l.deleted_at IS NULL\(placed)", selecting: "")
         return try rows.map(decodeHidden)
     }
 
-    /// The statement that hides `rows` (a condition on `locations l`), live locations shown in
-    /// `category` whose cascade is pending, at its `stamp`, drops the category's counters by the
-    /// rows hidden (run with `skipCounters`), and selects each one's id and image URLs that may
-    /// name an object outside its folder, then `selecting` (more columns over `hidden`).
-    private static func hiding(
-        userID: String, shownIn category: UUID, stamp: Int64, rows: PostgresQuery, selecting: PostgresQuery
-    ) -> PostgresQuery {
-        """
-        WITH hidden AS (
-            UPDATE locations l SET \(unsafeSQL: hidingAssignments), change_seq = \(stamp)
-            WHERE l.user_id = \(userID) AND \(rows)
-            RETURNING l.id, l.is_favorite, l.created_at, CASE WHEN l.images_outside_folder IS NOT FALSE THEN l.image_urls END AS urls
-        ), counted AS (
-            UPDATE categories c SET location_count = c.location_count - (SELECT count(*) FROM hidden),
-                   favorite_count = c.favorite_count - (SELECT count(*) FROM hidden WHERE is_favorite)
-            WHERE c.user_id = \(userID) AND c.id = \(category)
-        )
-        SELECT id, urls\(selecting) FROM hidden
-        """
+    /// Hides `rows` (a condition on `locations l`), live locations shown in `category` whose
+    /// cascade is pending, at its `stamp`, and drops the category's counters by the rows hidden in
+    /// the same statement (the per-row counting skipped, `skipCounters`); selects each one's id and
+    /// image URLs that may name an object outside its folder, then `selecting` (more columns over
+    /// `hidden`).
+    private static func hide(
+        _ connection: PostgresConnection, userID: String, shownIn category: UUID, stamp: Int64, rows: PostgresQuery,
+        selecting: PostgresQuery
+    ) throws -> PostgresRows {
+        try skipCounters(connection, true)
+        let hidden = try connection.query(
+            """
+            WITH hidden AS (
+                UPDATE locations l SET \(unsafeSQL: hidingAssignments), change_seq = \(stamp)
+                WHERE l.user_id = \(userID) AND \(rows)
+                RETURNING l.id, l.is_favorite, l.created_at, CASE WHEN l.images_outside_folder IS NOT FALSE THEN l.image_urls END AS urls
+            ), counted AS (
+                UPDATE categories c SET location_count = c.location_count - (SELECT count(*) FROM hidden),
+                       favorite_count = c.favorite_count - (SELECT count(*) FROM hidden WHERE is_favorite)
+                WHERE c.user_id = \(userID) AND c.id = \(category)
+            )
+            SELECT id, urls\(selecting) FROM hidden
+            """)
+        try skipCounters(connection, false)
+        return hidden
     }
 
     /// How a live location of a cascade's category is hidden, as `follow` hides it: under its own

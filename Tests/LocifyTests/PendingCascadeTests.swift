@@ -520,6 +520,76 @@ struct PendingCascadeTests {
         #expect(try fixture.pages(from: before, limit: 7).flatMap(\.changes) == feed)
     }
 
+    @Test(
+        "deleting the category of a pending cascade again settles nothing: its places stay deleted at the first delete's stamp, however the worker's batches fall"
+    )
+    func deleteAgainWhilePending() throws {
+        let fixture = try Fixture()
+        defer { fixture.db.drop() }
+        let (caller, services) = (fixture.caller, fixture.db.services)
+        let before = try fixture.caughtUpCursor()
+        let first = try services.categories.delete(caller, id: fixture.doomed, updatedAt: nil, reassignTo: nil)
+        let stampsOfDoomed = { (table: String) in
+            try fixture.db.pool.withConnection { connection in
+                try connection.query(
+                    """
+                    SELECT DISTINCT change_seq FROM \(unsafeSQL: table) WHERE user_id = \(caller.userID)
+                      AND \(unsafeSQL: table == "categories" ? "id" : "category_id") = \(fixture.doomed)
+                    """
+                ).map { try $0.decode(0, as: Int64.self) }
+            }
+        }
+        let firstStamp = try #require(try stampsOfDoomed("categories").first)
+        // The worker hides 7 of the 30; a phone pulls the start of the cascade's tombstones.
+        let batch = try fixture.db.pool.withTransaction { connection in
+            try services.cascades.settleBatch(connection, userID: caller.userID, limit: 7)
+        }
+        #expect(try fixture.liveRowsInDoomed() == 23 && batch.position != nil)
+        let phoneFirst = try services.sync.pull(caller, since: before, limit: 5)
+        let listings = try fixture.listings()
+        let places = Set(fixture.doomedLocations)
+        let placeChanges = { (cursor: SyncCursor) in try fixture.pages(from: cursor, limit: 7).flatMap(\.changes).filter { places.contains($0.id) } }
+        let feed = try placeChanges(before)
+        let phoneRest = try placeChanges(phoneFirst.cursor)
+        #expect(feed.count == 30)
+
+        // Another device's newer delete: the tombstone moves to its stamp, and the 23 places still
+        // shown stay with the worker (before: all hidden in this request).
+        Thread.sleep(forTimeInterval: 0.01)
+        let again = try services.categories.delete(caller, id: fixture.doomed, updatedAt: first.updatedAt.adding(milliseconds: 5), reassignTo: nil)
+        #expect(again.version == first.version + 1 && again.updatedAt > first.updatedAt)
+        #expect(try fixture.liveRowsInDoomed() == 23)
+        #expect(try fixture.pending() == [fixture.doomed.uuidString.lowercased()])
+        #expect(try fixture.listings() == listings)
+        #expect(try placeChanges(before) == feed)
+        #expect(try placeChanges(phoneFirst.cursor) == phoneRest, "the phone gets each place's tombstone once")
+
+        // The worker goes on: every place ends a tombstone at the first delete's stamp, and no read changed.
+        #expect(CascadeWorker(pool: fixture.db.pool, cascades: services.cascades, logger: TestDatabase.logger).settleNow() == 1)
+        #expect(try fixture.liveRowsInDoomed() == 0 && fixture.pending().isEmpty)
+        #expect(try stampsOfDoomed("locations") == [firstStamp])
+        #expect(try stampsOfDoomed("categories") != [firstStamp])
+        #expect(try fixture.listings() == listings)
+        #expect(try placeChanges(before) == feed)
+        #expect(try placeChanges(phoneFirst.cursor) == phoneRest)
+    }
+
+    @Test("deleting the category of a pending cascade again with a reassign settles it and shows its places in the target")
+    func reassignWhilePending() throws {
+        let fixture = try Fixture()
+        defer { fixture.db.drop() }
+        let first = try fixture.db.services.categories.delete(fixture.caller, id: fixture.doomed, updatedAt: nil, reassignTo: nil)
+        Thread.sleep(forTimeInterval: 0.01)
+        _ = try fixture.db.services.categories.delete(
+            fixture.caller, id: fixture.doomed, updatedAt: first.updatedAt.adding(milliseconds: 5), reassignTo: fixture.kept)
+        #expect(try fixture.pending().isEmpty)
+        #expect(try fixture.listings()[0].first == "total 35")
+        for id in fixture.doomedLocations {
+            let location = try fixture.db.services.locations.get(fixture.caller, id: id)
+            #expect(location.categoryID == fixture.kept && location.version == 3, "created, hidden, reassigned")
+        }
+    }
+
     @Test("a category brought back while its cascade is pending brings its locations back")
     func comeBackWhilePending() throws {
         let fixture = try Fixture()

@@ -45,15 +45,28 @@ enum UserStore {
         """
     }
 
-    /// Adds a category to the user's pending cascades (`PendingCascades`).
-    static func addCascade(_ connection: PostgresConnection, userID: String, category: UUID) throws {
-        try connection.query("UPDATE users SET hiding = array_append(hiding, \(category)) WHERE id = \(userID)")
+    /// Adds a category to the user's pending cascades (`PendingCascades`), with the stamp its
+    /// locations are to be hidden at (migrations/0010).
+    static func addCascade(_ connection: PostgresConnection, userID: String, category: UUID, stamp: Int64) throws {
+        try connection.query(
+            """
+            UPDATE users SET hiding = array_append(hiding, \(category)), hiding_stamps = array_append(hiding_stamps, \(stamp))
+            WHERE id = \(userID)
+            """)
     }
 
-    /// Drops a settled cascade from the user's list; returns whether the list is empty now.
+    /// Drops a settled cascade from the user's list, and its stamp beside it; returns whether the
+    /// list is empty now.
     static func removeCascade(_ connection: PostgresConnection, userID: String, category: UUID) throws -> Bool {
-        try connection.query(
-            "UPDATE users SET hiding = array_remove(hiding, \(category)) WHERE id = \(userID) RETURNING hiding = '{}'"
+        // The two arrays lose the same position (0, none, when the category is not in the list).
+        let position: PostgresQuery = "COALESCE(array_position(hiding, \(category)), 0)"
+        return try connection.query(
+            """
+            UPDATE users SET hiding = hiding[:\(position) - 1] || hiding[\(position) + 1:],
+                             hiding_stamps = hiding_stamps[:\(position) - 1] || hiding_stamps[\(position) + 1:]
+            WHERE id = \(userID)
+            RETURNING hiding = '{}'
+            """
         ).first.map { row throws(PostgresError) in
             var column = ColumnReader(row)
             return try column.next(Bool.self)

@@ -39,10 +39,12 @@ public struct CategoryService: Sendable {
     }
 
     /// A category a newer write brings back brings back the locations placed in it, and those of
-    /// the deleted categories reassigned to it (openapi.yaml, "Writes in any order").
+    /// the deleted categories reassigned to it (openapi.yaml, "Writes in any order"): its pending
+    /// cascade, if any, settles first, so they come back from the tombstones it wrote.
     private func comeBack(_ caller: Caller) -> (AccountTransaction, Category, Category) throws -> Void {
         { transaction, stored, written in
             guard stored.deletedAt != nil else { return }
+            try accounts.cascades.settleWhole(transaction.connection, userID: caller.userID, category: written.id)
             _ = try LocationStore.follow(transaction.connection, userID: caller.userID, category: written.id, stamp: transaction.stamp)
         }
     }
@@ -81,10 +83,15 @@ public struct CategoryService: Sendable {
             // by batch, each batch queuing the clean-up of what it hid (PendingCascades): nothing
             // here grows with the category.
             if try LocationStore.anyShown(connection, userID: userID, in: category.id) {
-                try PendingCascades.record(connection, userID: userID, category: category.id)
+                try PendingCascades.record(connection, userID: userID, category: category.id, stamp: stamp)
             }
             hidden = []
+        } else if reassignTo == nil, try PendingCascades.isPending(connection, userID: userID, category: category.id) {
+            // Deleted again with a cascade while its cascade is pending: every location placed in
+            // it stays deleted, at the stamp the pending cascade keeps, and the worker settles them.
+            hidden = []
         } else {
+            try accounts.cascades.settleWhole(connection, userID: userID, category: category.id)
             hidden = try LocationStore.follow(connection, userID: userID, category: category.id, stamp: stamp)
         }
         // A category deleted again has had its folder queued already.

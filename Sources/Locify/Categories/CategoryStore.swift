@@ -16,10 +16,13 @@ enum CategoryStore: RecordTable {
         "SELECT \(unsafeSQL: columns.sql) FROM categories c WHERE c.user_id = \(userID) AND c.id = \(id)"
     }
 
-    /// `find`, for a write: a write to a category tombstone (bringing it back, deleting it again)
-    /// first hides what its follow-up (`LocationStore.follow`) would meet of a pending cascade, the
-    /// locations placed in it or in a category reassigned to it (`PendingCascades.settle`); other
-    /// cascades are left to the worker. Other category writes need none settled.
+    /// `find`, for a write: a write to a category tombstone reassigned into a pending cascade
+    /// (bringing it back, deleting it again) first hides the locations placed in it or in a
+    /// category reassigned to it, which its follow-up (`LocationStore.follow`) would otherwise meet
+    /// (`PendingCascades.settle(aheadOfWriteTo:)`); other cascades are left to the worker. A write
+    /// to the category of a pending cascade itself settles in its follow-up, when it moves or
+    /// brings back that cascade's locations (`CategoryService`). Other category writes need none
+    /// settled.
     static func findForWrite(_ connection: PostgresConnection, userID: String, id: UUID, cascades: PendingCascades) throws -> Category? {
         let stored = try find(connection, userID: userID, id: id)
         if stored?.deletedAt != nil { try cascades.settle(connection, userID: userID, aheadOfWriteTo: id) }
@@ -39,13 +42,13 @@ enum CategoryStore: RecordTable {
     }
 
     /// The categories of the user's pending cascades (`PendingCascades`), each with the stamp of
-    /// its tombstone, oldest first.
+    /// the delete that recorded it, oldest first.
     static func pendingCascades(_ connection: PostgresConnection, userID: String) throws -> [(category: UUID, stamp: Int64)] {
         try connection.query(
             """
-            SELECT c.id, c.change_seq FROM users u JOIN categories c ON c.user_id = u.id AND c.id = ANY (u.hiding)
+            SELECT h.category, h.stamp FROM users u, unnest(u.hiding, u.hiding_stamps) WITH ORDINALITY AS h(category, stamp, position)
             WHERE u.id = \(userID)
-            ORDER BY array_position(u.hiding, c.id)
+            ORDER BY h.position
             """
         ).map { row throws(PostgresError) in
             var column = ColumnReader(row)

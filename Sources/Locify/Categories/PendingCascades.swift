@@ -1,10 +1,10 @@
 import FoundationEssentials
 import Postgres
 
-/// The cascades whose locations are still to be turned into tombstones (migrations/0008).
-/// Deleting a live category without a reassign records it in the user's `hiding` list and answers,
-/// in a transaction whose work does not grow with the category; its locations are hidden
-/// afterwards, at the stamp of the category's tombstone, as the delete itself would have, by the
+/// The cascades whose locations are still to be turned into tombstones (migrations/0008, 0010).
+/// Deleting a live category without a reassign records it in the user's `hiding` list with the
+/// delete's stamp and answers, in a transaction whose work does not grow with the category; its
+/// locations are hidden afterwards, at that stamp, as the delete itself would have, by the
 /// cascade worker of `LocifyJobs` in bounded batches (`settleBatch`), each its own transaction
 /// that also queues the Storage clean-up of the locations it hides: each location's clean-up is
 /// queued once, with the row that became its tombstone. Until a cascade leaves the list, reads
@@ -14,17 +14,26 @@ import Postgres
 ///
 /// Writes settle nothing ahead (a user's write waits at most on the batch the worker holds),
 /// only the rows they touch: a write to a location still shown in a pending category hides that
-/// row first (`LocationStore.findForWrite`), and a write to a category tombstone hides first the
-/// locations its follow-up (`LocationStore.follow`) reads, those placed in it or in a category
-/// reassigned to it (`settle(aheadOfWriteTo:)`), leaving other cascades to the worker. Both queue
-/// the clean-up of what they hide.
+/// row first (`LocationStore.findForWrite`); a write to a category tombstone reassigned into a
+/// pending cascade hides first the locations its follow-up (`LocationStore.follow`) reads, those
+/// placed in it or in a category reassigned to it (`settle(aheadOfWriteTo:)`); a write that brings
+/// back or reassigns the category of a pending cascade settles that cascade (`settleWhole`), its
+/// locations coming back or moving with it. A newer delete of that category with a cascade
+/// settles nothing: its locations stay deleted at the first delete's stamp. Each queues the
+/// clean-up of what it hides.
 public struct PendingCascades: Sendable {
     /// What the clean-up of a hidden location may delete.
     let storage: StorageScope
 
-    /// Adds `category`, just deleted by a cascade, to the user's list. Runs under the user's write lock.
-    static func record(_ connection: PostgresConnection, userID: String, category: UUID) throws {
-        try UserStore.addCascade(connection, userID: userID, category: category)
+    /// Adds `category`, just deleted by a cascade whose tombstone has `stamp`, to the user's list.
+    /// Runs under the user's write lock.
+    static func record(_ connection: PostgresConnection, userID: String, category: UUID, stamp: Int64) throws {
+        try UserStore.addCascade(connection, userID: userID, category: category, stamp: stamp)
+    }
+
+    /// Whether `category`'s cascade is pending.
+    static func isPending(_ connection: PostgresConnection, userID: String, category: UUID) throws -> Bool {
+        try CategoryStore.pendingCascades(connection, userID: userID).contains { $0.category == category }
     }
 
     /// The user whose oldest pending cascade is the oldest of all, skipping `skipping`; locked for
@@ -63,21 +72,36 @@ public struct PendingCascades: Sendable {
 
     /// Settles, ahead of a write to the category tombstone `category` (bringing it back, deleting
     /// it again), what that write's follow-up (`LocationStore.follow`) would otherwise meet of a
-    /// pending cascade: the live locations placed in `category` or in a category reassigned to it,
-    /// all shown in the category deleted with a cascade where its reassign chain ends, are hidden
-    /// at that cascade's stamp, their clean-up queued. When that category is `category` itself,
-    /// the whole cascade settles and leaves the list (its stamp moves with the write); any other
-    /// cascade is left to the worker. Runs under the user's write lock, in the write's transaction.
+    /// pending cascade of another category, where `category`'s reassign chain ends: the live
+    /// locations placed in `category` or in a category reassigned to it, all shown in that
+    /// category, are hidden at that cascade's stamp, their clean-up queued. Any other cascade is
+    /// left to the worker, and so is `category`'s own (`settleWhole`). Runs under the user's write
+    /// lock, in the write's transaction, before the write changes `category`'s reassign.
     func settle(_ connection: PostgresConnection, userID: String, aheadOfWriteTo category: UUID) throws {
         let pending = try CategoryStore.pendingCascades(connection, userID: userID)
         guard !pending.isEmpty else { return }
         let graph = try CategoryGraph.load(connection, userID: userID)
-        guard let end = graph.cascadeEnd(of: category), let cascade = pending.first(where: { $0.category == end }) else { return }
-        let whole = end == category
+        guard let end = graph.cascadeEnd(of: category), end != category, let cascade = pending.first(where: { $0.category == end }) else {
+            return
+        }
         let hidden = try LocationStore.hidePending(
-            connection, userID: userID, shownIn: end, stamp: cascade.stamp, placedIn: whole ? nil : graph.dependents(of: category))
+            connection, userID: userID, shownIn: end, stamp: cascade.stamp, placedIn: graph.dependents(of: category))
         try queueCleanup(connection, userID: userID, of: hidden, shownIn: end)
-        if whole { _ = try UserStore.removeCascade(connection, userID: userID, category: end) }
+    }
+
+    /// Settles `category`'s own pending cascade whole, if it has one, in the transaction of a write
+    /// that brings its locations back or reassigns them (`LocationStore.follow` then moves the
+    /// tombstones this leaves, at the write's stamp): every location still shown in it is hidden at
+    /// the cascade's stamp, its clean-up queued, and the cascade leaves the list. Runs under the
+    /// user's write lock. Its work grows with the locations still shown in `category`, as the
+    /// follow-up's does.
+    func settleWhole(_ connection: PostgresConnection, userID: String, category: UUID) throws {
+        guard let cascade = try CategoryStore.pendingCascades(connection, userID: userID).first(where: { $0.category == category }) else {
+            return
+        }
+        let hidden = try LocationStore.hidePending(connection, userID: userID, shownIn: category, stamp: cascade.stamp, placedIn: nil)
+        try queueCleanup(connection, userID: userID, of: hidden, shownIn: category)
+        _ = try UserStore.removeCascade(connection, userID: userID, category: category)
     }
 
     /// Queues the Storage clean-up of locations a cascade of `category` hid; the category's own

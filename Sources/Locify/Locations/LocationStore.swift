@@ -29,9 +29,9 @@ enum LocationStore: RecordTable {
         let row = try connection.query(
             """
             WITH target AS (
-                SELECT l.user_id, l.id, l.category_id, c.change_seq FROM users u
-                JOIN locations l ON l.user_id = u.id AND l.id = \(id) AND l.deleted_at IS NULL AND l.category_id = ANY (u.hiding)
-                JOIN categories c ON c.user_id = u.id AND c.id = l.category_id
+                SELECT l.user_id, l.id, l.category_id, h.stamp AS change_seq FROM users u
+                CROSS JOIN unnest(u.hiding, u.hiding_stamps) AS h(category, stamp)
+                JOIN locations l ON l.user_id = u.id AND l.id = \(id) AND l.deleted_at IS NULL AND l.category_id = h.category
                 WHERE u.id = \(userID)
             ), hidden AS (
                 UPDATE locations l SET \(unsafeSQL: hidingAssignments), change_seq = target.change_seq

@@ -51,19 +51,19 @@ enum FeedStore {
     }
 
     /// The locations of the user's pending cascades (`PendingCascades`) as the tombstones settling
-    /// them will write, each at its category's stamp: after position (`seq`, `rank`, `afterID`) in
+    /// them will write, each at its cascade's stamp: after position (`seq`, `rank`, `afterID`) in
     /// the order of `delta`, with their stamps.
     static func pendingTombstones(
         _ connection: PostgresConnection, userID: String, after cursor: SyncCursor, limit: Int
     ) throws -> [(stamp: Int64, state: RecordState)] {
         let rows = try connection.query(
             """
-            SELECT c.change_seq, r.id, r.updated_at FROM users u
-            JOIN categories c ON c.user_id = u.id AND c.id = ANY (u.hiding)
-            JOIN locations r ON r.user_id = u.id AND r.category_id = c.id AND r.deleted_at IS NULL
-            WHERE u.id = \(userID) AND c.change_seq >= \(cursor.seq)
-              AND (c.change_seq > \(cursor.seq) OR \(Int64(cursor.rank)) = 0 OR (\(Int64(cursor.rank)) = 1 AND r.id > \(cursor.afterID)))
-            ORDER BY c.change_seq, r.id
+            SELECT h.stamp, r.id, r.updated_at FROM users u
+            CROSS JOIN unnest(u.hiding, u.hiding_stamps) AS h(category, stamp)
+            JOIN locations r ON r.user_id = u.id AND r.category_id = h.category AND r.deleted_at IS NULL
+            WHERE u.id = \(userID) AND h.stamp >= \(cursor.seq)
+              AND (h.stamp > \(cursor.seq) OR \(Int64(cursor.rank)) = 0 OR (\(Int64(cursor.rank)) = 1 AND r.id > \(cursor.afterID)))
+            ORDER BY h.stamp, r.id
             LIMIT \(Int64(limit))
             """)
         return try rows.map { row throws(PostgresError) in

@@ -590,6 +590,66 @@ struct PendingCascadeTests {
         }
     }
 
+    @Test(
+        "deleting again with a cascade a category reassigned into a pending cascade settles nothing; the worker hides its places under it, at the cascade's stamp"
+    )
+    func deleteAgainWithCascadeIntoPending() throws {
+        let fixture = try Fixture()
+        defer { fixture.db.drop() }
+        let (caller, services) = (fixture.caller, fixture.db.services)
+        // Its writes stamped in the past, so that the newer delete is newer whatever the clock.
+        let (moved, written) = (UUID(), Timestamp(milliseconds: 1_767_225_600_000))
+        _ = try services.categories.create(caller, CategoryDraft(id: moved, name: "Moved", updatedAt: written))
+        let movedLocations = Set(try (0..<4).map { try fixture.add("Moved place \($0)", in: moved) })
+        _ = try services.categories.delete(caller, id: moved, updatedAt: written.adding(milliseconds: 1), reassignTo: fixture.doomed)
+        let before = try fixture.caughtUpCursor()
+        try fixture.cascade()
+        let listings = try fixture.listings()
+        let feed = try fixture.pages(from: before, limit: 7).flatMap(\.changes).filter { movedLocations.contains($0.id) }
+        #expect(feed.count == 4)
+
+        _ = try services.categories.delete(caller, id: moved, updatedAt: written.adding(milliseconds: 2), reassignTo: nil)
+        #expect(try fixture.liveRowsInDoomed() == 34, "before: its 4 places were hidden in the request")
+        #expect(try fixture.listings() == listings)
+        let movedFeed = { try fixture.pages(from: before, limit: 7).flatMap(\.changes).filter { movedLocations.contains($0.id) } }
+        #expect(try movedFeed() == feed)
+
+        #expect(CascadeWorker(pool: fixture.db.pool, cascades: services.cascades, logger: TestDatabase.logger).settleNow() == 1)
+        #expect(try fixture.liveRowsInDoomed() == 0 && fixture.pending().isEmpty)
+        #expect(try movedFeed() == feed)
+        let rows = try fixture.db.pool.withConnection { connection in
+            try connection.query(
+                """
+                SELECT DISTINCT l.category_id, l.hidden, l.change_seq = c.change_seq FROM locations l
+                JOIN categories c ON c.user_id = l.user_id AND c.id = \(fixture.doomed)
+                WHERE l.user_id = \(caller.userID) AND l.id = ANY (\(Array(movedLocations)))
+                """
+            ).map { [try $0.decode(0, as: UUID.self).uuidString, "\(try $0.decode(1, as: Bool.self))", "\(try $0.decode(2, as: Bool.self))"] }
+        }
+        #expect(rows == [[moved.uuidString, "true", "true"]], "hidden under their own category, at the cascade's stamp")
+    }
+
+    @Test("a write to a pending cascade's category that does not bring it back settles nothing, even one that keeps fields under the tombstone")
+    func refusedWriteSettlesNothing() throws {
+        let fixture = try Fixture()
+        defer { fixture.db.drop() }
+        Thread.sleep(forTimeInterval: 0.01)
+        let tombstone = try fixture.db.services.categories.delete(fixture.caller, id: fixture.doomed, updatedAt: nil, reassignTo: nil)
+        let listings = try fixture.listings()
+        // Newer than its name, older than its delete: the name is kept under the tombstone (409).
+        #expect(throws: LocifyError.self) {
+            try fixture.db.services.categories.patch(
+                fixture.caller, CategoryPatch(id: fixture.doomed, name: "Renamed", updatedAt: tombstone.updatedAt.adding(milliseconds: -1)))
+        }
+        #expect(throws: LocifyError.self) {
+            try fixture.db.services.categories.replace(
+                fixture.caller, CategoryDraft(id: fixture.doomed, name: "Older", updatedAt: Timestamp(milliseconds: 1_767_225_600_000)))
+        }
+        #expect(try fixture.liveRowsInDoomed() == 30, "before: the first write hid all 30")
+        #expect(try fixture.pending() == [fixture.doomed.uuidString.lowercased()])
+        #expect(try fixture.listings() == listings)
+    }
+
     @Test("a category brought back while its cascade is pending brings its locations back")
     func comeBackWhilePending() throws {
         let fixture = try Fixture()

@@ -24,28 +24,33 @@ public struct CategoryService: Sendable {
 
     /// POST: creates the category, or upserts it under last-write-wins when the id exists.
     public func create(_ caller: Caller, _ draft: CategoryDraft) throws -> WriteOutcome<Category> {
-        try records.write(caller, draft, creating: true, afterWrite: comeBack(caller))
+        try records.write(caller, draft, creating: true, aroundUpdate: comeBack(caller))
     }
 
     /// PUT: replaces an existing category (or revives its tombstone when newer); unknown id E007.
     public func replace(_ caller: Caller, _ draft: CategoryDraft) throws -> WriteOutcome<Category> {
-        try records.write(caller, draft, creating: false, afterWrite: comeBack(caller))
+        try records.write(caller, draft, creating: false, aroundUpdate: comeBack(caller))
     }
 
     /// PATCH: writes the fields the patch carries, each where it is newer than the stored one's
     /// (or revives the tombstone when newer); unknown id E007.
     public func patch(_ caller: Caller, _ patch: CategoryPatch) throws -> WriteOutcome<Category> {
-        try records.patch(caller, patch, afterWrite: comeBack(caller))
+        try records.patch(caller, patch, aroundUpdate: comeBack(caller))
     }
 
-    /// A category a newer write brings back brings back the locations placed in it, and those of
-    /// the deleted categories reassigned to it (openapi.yaml, "Writes in any order"): its pending
-    /// cascade, if any, settles first, so they come back from the tombstones it wrote.
-    private func comeBack(_ caller: Caller) -> (AccountTransaction, Category, Category) throws -> Void {
-        { transaction, stored, written in
-            guard stored.deletedAt != nil else { return }
-            try accounts.cascades.settleWhole(transaction.connection, userID: caller.userID, category: written.id)
-            _ = try LocationStore.follow(transaction.connection, userID: caller.userID, category: written.id, stamp: transaction.stamp)
+    /// A category a newer write brings back (an update of its tombstone is one that does) brings
+    /// back the locations placed in it, and those of the deleted categories reassigned to it
+    /// (openapi.yaml, "Writes in any order"): those a pending cascade still shows are hidden first,
+    /// while the tombstone still says where they are shown (`PendingCascades.settle`), so all come
+    /// back from the tombstones a settled cascade leaves.
+    private func comeBack(_ caller: Caller) -> RecordService<CategoryStore>.AroundUpdate {
+        { transaction, stored, update in
+            guard stored.deletedAt != nil else { return try update() }
+            let (connection, userID) = (transaction.connection, caller.userID)
+            try accounts.cascades.settle(connection, userID: userID, aheadOfMoving: stored.id)
+            let written = try update()
+            _ = try LocationStore.follow(connection, userID: userID, category: written.id, stamp: transaction.stamp)
+            return written
         }
     }
 
@@ -75,6 +80,9 @@ public struct CategoryService: Sendable {
     ) throws {
         if let target = reassignTo {
             try LocifyError.applying(CategoryRules.checkReassignTarget(isKnown:), to: CategoryStore.isKnown(connection, userID: userID, id: target))
+            // Its locations a pending cascade still shows are moved from the tombstones a settled
+            // cascade leaves; deleted again with a cascade, they stay deleted as they are.
+            try accounts.cascades.settle(connection, userID: userID, aheadOfMoving: category.id)
         }
         try CategoryStore.setReassignTarget(connection, userID: userID, id: category.id, target: reassignTo)
         let hidden: [HiddenLocation]
@@ -86,12 +94,7 @@ public struct CategoryService: Sendable {
                 try PendingCascades.record(connection, userID: userID, category: category.id, stamp: stamp)
             }
             hidden = []
-        } else if reassignTo == nil, try PendingCascades.isPending(connection, userID: userID, category: category.id) {
-            // Deleted again with a cascade while its cascade is pending: every location placed in
-            // it stays deleted, at the stamp the pending cascade keeps, and the worker settles them.
-            hidden = []
         } else {
-            try accounts.cascades.settleWhole(connection, userID: userID, category: category.id)
             hidden = try LocationStore.follow(connection, userID: userID, category: category.id, stamp: stamp)
         }
         // A category deleted again has had its folder queued already.

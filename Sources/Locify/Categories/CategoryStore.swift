@@ -16,17 +16,10 @@ enum CategoryStore: RecordTable {
         "SELECT \(unsafeSQL: columns.sql) FROM categories c WHERE c.user_id = \(userID) AND c.id = \(id)"
     }
 
-    /// `find`, for a write: a write to a category tombstone reassigned into a pending cascade
-    /// (bringing it back, deleting it again) first hides the locations placed in it or in a
-    /// category reassigned to it, which its follow-up (`LocationStore.follow`) would otherwise meet
-    /// (`PendingCascades.settle(aheadOfWriteTo:)`); other cascades are left to the worker. A write
-    /// to the category of a pending cascade itself settles in its follow-up, when it moves or
-    /// brings back that cascade's locations (`CategoryService`). Other category writes need none
-    /// settled.
+    /// `find`, for a write: a category write settles no cascade ahead; one that moves the
+    /// locations of a tombstone settles what it moves (`CategoryService`, `PendingCascades.settle`).
     static func findForWrite(_ connection: PostgresConnection, userID: String, id: UUID, cascades: PendingCascades) throws -> Category? {
-        let stored = try find(connection, userID: userID, id: id)
-        if stored?.deletedAt != nil { try cascades.settle(connection, userID: userID, aheadOfWriteTo: id) }
-        return stored
+        try find(connection, userID: userID, id: id)
     }
 
     /// Whether the user has, or had, a category with this id (live or a tombstone).

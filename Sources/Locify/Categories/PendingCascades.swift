@@ -13,14 +13,13 @@ import Postgres
 /// progress is invisible.
 ///
 /// Writes settle nothing ahead (a user's write waits at most on the batch the worker holds),
-/// only the rows they touch: a write to a location still shown in a pending category hides that
-/// row first (`LocationStore.findForWrite`); a write to a category tombstone reassigned into a
-/// pending cascade hides first the locations its follow-up (`LocationStore.follow`) reads, those
-/// placed in it or in a category reassigned to it (`settle(aheadOfWriteTo:)`); a write that brings
-/// back or reassigns the category of a pending cascade settles that cascade (`settleWhole`), its
-/// locations coming back or moving with it. A newer delete of that category with a cascade
-/// settles nothing: its locations stay deleted at the first delete's stamp. Each queues the
-/// clean-up of what it hides.
+/// only the rows they move: a write to a location still shown in a pending category hides that
+/// row first (`LocationStore.findForWrite`), and a write that moves the locations of a category
+/// tombstone (bringing it back, deleting it again with a reassign) hides first those a pending
+/// cascade still shows (`settle(aheadOfMoving:)`), each queuing the clean-up of what it hides. Any
+/// other write to a category tombstone (deleting it again with a cascade, a write it refuses)
+/// settles nothing: the locations a pending cascade shows stay deleted, and `LocationStore.follow`
+/// leaves them so, to be hidden by the worker at that cascade's stamp.
 public struct PendingCascades: Sendable {
     /// What the clean-up of a hidden location may delete.
     let storage: StorageScope
@@ -29,11 +28,6 @@ public struct PendingCascades: Sendable {
     /// Runs under the user's write lock.
     static func record(_ connection: PostgresConnection, userID: String, category: UUID, stamp: Int64) throws {
         try UserStore.addCascade(connection, userID: userID, category: category, stamp: stamp)
-    }
-
-    /// Whether `category`'s cascade is pending.
-    static func isPending(_ connection: PostgresConnection, userID: String, category: UUID) throws -> Bool {
-        try CategoryStore.pendingCascades(connection, userID: userID).contains { $0.category == category }
     }
 
     /// The user whose oldest pending cascade is the oldest of all, skipping `skipping`; locked for
@@ -70,38 +64,26 @@ public struct PendingCascades: Sendable {
         return SettledBatch(listEmpty: listEmpty, position: nil)
     }
 
-    /// Settles, ahead of a write to the category tombstone `category` (bringing it back, deleting
-    /// it again), what that write's follow-up (`LocationStore.follow`) would otherwise meet of a
-    /// pending cascade of another category, where `category`'s reassign chain ends: the live
-    /// locations placed in `category` or in a category reassigned to it, all shown in that
-    /// category, are hidden at that cascade's stamp, their clean-up queued. Any other cascade is
-    /// left to the worker, and so is `category`'s own (`settleWhole`). Runs under the user's write
-    /// lock, in the write's transaction, before the write changes `category`'s reassign.
-    func settle(_ connection: PostgresConnection, userID: String, aheadOfWriteTo category: UUID) throws {
+    /// Settles what a pending cascade still shows of the locations a write is about to move out of
+    /// the category tombstone `category` (bringing it back, or deleting it again with a reassign),
+    /// so that the write's follow-up (`LocationStore.follow`, which leaves a pending cascade's rows
+    /// as the tombstones they read as) moves them from the tombstones a settled cascade leaves:
+    /// the live locations placed in `category` or in a category reassigned to it, all shown in
+    /// the category deleted with a cascade where `category`'s reassign chain ends, are hidden at
+    /// that cascade's stamp, their clean-up queued. When that category is `category` itself, its
+    /// cascade leaves the list. Any other cascade, and any other location, is left to the worker.
+    /// The work grows with the locations the write moves anyway. Runs under the user's write lock,
+    /// in the write's transaction, before the write changes where `category` shows its locations.
+    func settle(_ connection: PostgresConnection, userID: String, aheadOfMoving category: UUID) throws {
         let pending = try CategoryStore.pendingCascades(connection, userID: userID)
         guard !pending.isEmpty else { return }
         let graph = try CategoryGraph.load(connection, userID: userID)
-        guard let end = graph.cascadeEnd(of: category), end != category, let cascade = pending.first(where: { $0.category == end }) else {
-            return
-        }
+        guard let end = graph.cascadeEnd(of: category), let cascade = pending.first(where: { $0.category == end }) else { return }
+        let whole = end == category
         let hidden = try LocationStore.hidePending(
-            connection, userID: userID, shownIn: end, stamp: cascade.stamp, placedIn: graph.dependents(of: category))
+            connection, userID: userID, shownIn: end, stamp: cascade.stamp, placedIn: whole ? nil : graph.dependents(of: category))
         try queueCleanup(connection, userID: userID, of: hidden, shownIn: end)
-    }
-
-    /// Settles `category`'s own pending cascade whole, if it has one, in the transaction of a write
-    /// that brings its locations back or reassigns them (`LocationStore.follow` then moves the
-    /// tombstones this leaves, at the write's stamp): every location still shown in it is hidden at
-    /// the cascade's stamp, its clean-up queued, and the cascade leaves the list. Runs under the
-    /// user's write lock. Its work grows with the locations still shown in `category`, as the
-    /// follow-up's does.
-    func settleWhole(_ connection: PostgresConnection, userID: String, category: UUID) throws {
-        guard let cascade = try CategoryStore.pendingCascades(connection, userID: userID).first(where: { $0.category == category }) else {
-            return
-        }
-        let hidden = try LocationStore.hidePending(connection, userID: userID, shownIn: category, stamp: cascade.stamp, placedIn: nil)
-        try queueCleanup(connection, userID: userID, of: hidden, shownIn: category)
-        _ = try UserStore.removeCascade(connection, userID: userID, category: category)
+        if whole { _ = try UserStore.removeCascade(connection, userID: userID, category: end) }
     }
 
     /// Queues the Storage clean-up of locations a cascade of `category` hid; the category's own

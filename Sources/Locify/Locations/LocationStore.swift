@@ -277,7 +277,9 @@ enum LocationStore: RecordTable {
     /// Shows the locations placed in `category`, and in every deleted category whose reassign chain
     /// passes through it, where its new state says (`CategoryGraph`): after it was deleted, deleted
     /// again or came back. Each location that moves, hides or comes back gets version + 1 and the
-    /// stamp; its own clock (`updated_at`) stays. Returns the locations it hid, for the Storage clean-up,
+    /// stamp; its own clock (`updated_at`) stays. A location still shown in a category whose
+    /// cascade is pending is left as the tombstone it reads as (the worker hides it at that
+    /// cascade's stamp; a write that moves it settles it first, `PendingCascades.settle`). Returns the locations it hid, for the Storage clean-up,
     /// with their image URLs when one may name an object outside the location's own folder
     /// (`images_outside_folder`, migrations/0007); the folder's job covers the others. Counters are kept without the per-row trigger: one recount
     /// of the categories involved (`locify_recount_location_counters`), linear in their locations.
@@ -289,12 +291,14 @@ enum LocationStore: RecordTable {
         // The categories whose counts can change: the owners, where they show their locations,
         // and where their locations are shown now.
         var involved = Set(owners.map { (graph.placement(of: $0) ?? .hidden).shownCategory($0) } + owners)
+        let pending = try CategoryStore.pendingCascades(connection, userID: userID).map(\.category)
         let shownIn = ColumnSet<UUID>(expression: "l.category_id")
         involved.formUnion(
             try connection.query(
                 """
                 SELECT DISTINCT \(unsafeSQL: shownIn.sql) FROM locations l
                 WHERE l.user_id = \(userID) AND l.own_category_id = ANY (\(owners)) AND l.deleted_at IS NULL
+                  AND l.category_id <> ALL (\(pending))
                 """
             ).map(shownIn.decode))
         var hidden: [HiddenLocation] = []
@@ -312,8 +316,8 @@ enum LocationStore: RecordTable {
                        hidden = \(isHidden), deleted_at = CASE WHEN \(isHidden) THEN l.updated_at END,
                        version = l.version + 1, change_seq = \(stamp), changed_at = clock_timestamp()
                 WHERE l.user_id = \(userID)
-                  AND ((l.deleted_at IS NULL AND l.own_category_id IS NULL AND l.category_id = \(owner))
-                       OR (l.deleted_at IS NULL AND l.own_category_id = \(owner))
+                  AND ((l.deleted_at IS NULL AND l.own_category_id IS NULL AND l.category_id = \(owner) AND l.category_id <> ALL (\(pending)))
+                       OR (l.deleted_at IS NULL AND l.own_category_id = \(owner) AND l.category_id <> ALL (\(pending)))
                        OR (l.hidden AND l.category_id = \(owner)))
                   AND (l.hidden <> \(isHidden) OR l.category_id <> \(shown))
                 RETURNING l.id, CASE WHEN l.images_outside_folder IS NOT FALSE THEN l.image_urls END

@@ -22,22 +22,24 @@ struct RecordService<Table: RecordTable>: Sendable {
         return found
     }
 
+    /// What a write stored over an existing record runs around the statement that stores it
+    /// (the third argument, which returns the record written), in its transaction, given the record
+    /// before: by default only that statement.
+    typealias AroundUpdate = (AccountTransaction, Record, () throws -> Record) throws -> Record
+
     /// A create (POST, upsert when the id exists) or replace (PUT): a write of every field.
-    /// `afterWrite` runs when the write was stored over an existing record, in its transaction,
-    /// with the record before and after.
     func write(
-        _ caller: Caller, _ draft: Table.Draft, creating: Bool,
-        afterWrite: (AccountTransaction, Record, Record) throws -> Void = { _, _, _ in }
+        _ caller: Caller, _ draft: Table.Draft, creating: Bool, aroundUpdate: AroundUpdate = { _, _, update in try update() }
     ) throws -> WriteOutcome<Record> {
         if creating, let created = try createFast(caller, draft) { return .created(created) }
-        return try apply(caller, draft.patch, creating ? .create : .replace, inserting: draft, afterWrite: afterWrite)
+        return try apply(caller, draft.patch, creating ? .create : .replace, inserting: draft, aroundUpdate: aroundUpdate)
     }
 
     /// A PATCH: a write of the fields the patch carries; E007 when the id was never created.
     func patch(
-        _ caller: Caller, _ patch: Table.Patch, afterWrite: (AccountTransaction, Record, Record) throws -> Void = { _, _, _ in }
+        _ caller: Caller, _ patch: Table.Patch, aroundUpdate: AroundUpdate = { _, _, update in try update() }
     ) throws -> WriteOutcome<Record> {
-        try apply(caller, patch, .patch(patch.fields), inserting: nil, afterWrite: afterWrite)
+        try apply(caller, patch, .patch(patch.fields), inserting: nil, aroundUpdate: aroundUpdate)
     }
 
     /// What a write's transaction committed: an answer, or a 409 whose fields were kept under the
@@ -49,7 +51,7 @@ struct RecordService<Table: RecordTable>: Sendable {
 
     private func apply(
         _ caller: Caller, _ patch: Table.Patch, _ intent: Rule.Intent, inserting draft: Table.Draft?,
-        afterWrite: (AccountTransaction, Record, Record) throws -> Void
+        aroundUpdate: AroundUpdate
     ) throws -> WriteOutcome<Record> {
         let applied: Applied
         do {
@@ -73,9 +75,10 @@ struct RecordService<Table: RecordTable>: Sendable {
                                 stamp: stamp)))
                 case (.updated, let stored?, let clock?):
                     transaction.markChanged()
-                    let written = try Table.update(
-                        connection, userID: caller.userID, patch, setting: decision.setting, clock: clock, over: stored, stamp: stamp)
-                    try afterWrite(transaction, stored, written)
+                    let written = try aroundUpdate(transaction, stored) {
+                        try Table.update(
+                            connection, userID: caller.userID, patch, setting: decision.setting, clock: clock, over: stored, stamp: stamp)
+                    }
                     return .answer(.updated(written))
                 case (.replayed, let stored?, _):
                     return .answer(.unchanged(stored))

@@ -1,4 +1,5 @@
 import Foundation
+import Postgres
 import TestSupport
 import TestSupportDatabase
 
@@ -21,5 +22,14 @@ final class MigrationsBefore {
 
     deinit {
         try? FileManager.default.removeItem(atPath: path)
+    }
+
+    /// Applies this folder's migrations to `database`, lets `writeRows` store rows as the schema
+    /// before them did, then applies every project migration; returns the names that last run
+    /// applied.
+    func upgrade(_ database: TestDatabase, writingRows writeRows: (PostgresConnection) throws -> Void) throws -> [String] {
+        _ = try MigrationRunner(directory: path, logger: TestDatabase.logger).run(using: database.pool)
+        try database.pool.withConnection { connection in try writeRows(connection) }
+        return try MigrationRunner(directory: ProjectPaths.migrations, logger: TestDatabase.logger).run(using: database.pool)
     }
 }

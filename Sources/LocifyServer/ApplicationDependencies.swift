@@ -12,10 +12,10 @@ public struct ApplicationDependencies: Sendable {
     public var googleTransport: any HTTPTransport = SocketHTTPTransport()
     /// Timing of the clean-up worker.
     public var cleanupSettings = CleanupWorker.Settings()
-    /// How often the cascade worker looks for cascades it was not woken for (another instance's,
-    /// or one a stopped server left); each look reads `users` and `categories`, which the tests
-    /// that count a request's table reads must not see.
-    public var cascadePollInterval: Duration = .seconds(5)
+    /// Whether the clean-up worker, the tombstone purge and the cascade worker run (they are built
+    /// either way). Each reads `users`, `categories` or `cleanup_jobs` when it starts, when woken and
+    /// every interval: the tests that count a request's table reads turn them off.
+    public var runsBackgroundWorkers = true
     /// The one wall clock: the records' stamps, the ID tokens' `exp`/`iat`, the key cache's
     /// `max-age`, the access tokens' lifetimes and Google's `Retry-After` dates (tests move it
     /// instead of sleeping, and mint their tokens on it).

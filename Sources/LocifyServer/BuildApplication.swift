@@ -125,9 +125,10 @@ private func buildJobs(
         pool: pool, retentionSeconds: Int64(configuration.tombstoneRetentionSeconds),
         interval: .seconds(configuration.tombstonePurgeIntervalSeconds), logger: logger)
     let cascadeWorker = CascadeWorker(
-        pool: pool, cascades: cascades, interval: dependencies.cascadePollInterval, clock: dependencies.monotonicClock, announce: announce,
+        pool: pool, cascades: cascades, clock: dependencies.monotonicClock, announce: announce,
         cleanupQueued: { cleanupWorker.wake() }, logger: logger)
-    return Jobs(pool: pool, cleanupWorker: cleanupWorker, cascadeWorker: cascadeWorker, workers: [cleanupWorker, purger, cascadeWorker])
+    let workers: [any BackgroundWorker] = dependencies.runsBackgroundWorkers ? [cleanupWorker, purger, cascadeWorker] : []
+    return Jobs(pool: pool, cleanupWorker: cleanupWorker, cascadeWorker: cascadeWorker, workers: workers)
 }
 
 /// The HTTP face (`LocifyAPI`) over the services, with the operational state `/health/ready`

@@ -6,11 +6,12 @@ import TestSupport
 /// Statements counted by PostgreSQL's statistics: how many times a table was read, so a test can
 /// assert how many queries a request cost.
 extension TestServer {
-    /// The dependencies of a server whose table reads a test counts: its cascade worker looks for
-    /// cascades only when woken (its look every 5 s reads `users` and `categories`, and on a slow
-    /// machine one landed between two counts).
+    /// The dependencies of a server whose table reads a test counts: no background worker runs
+    /// (each reads `users`, `categories` or `cleanup_jobs` at start, when woken and every few
+    /// seconds; on a loaded machine the cascade worker's look every 5 s, and then a worker's first
+    /// run, landed between two counts).
     public static let countingTableReads: @Sendable (inout ApplicationDependencies) -> Void = { dependencies in
-        dependencies.cascadePollInterval = .seconds(3600)
+        dependencies.runsBackgroundWorkers = false
     }
 
     /// Scans (sequential and index) of `table` so far. It first ends the server's other database
